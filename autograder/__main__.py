@@ -1,0 +1,54 @@
+"""The course's command line: ``python -m autograder COMMAND``.
+
+  release [CHAPTER ...]              regenerate chapters/ (and course/reference/) from solutions/
+  check NOTEBOOK                     a student's self-check: run the visible tests, show the score
+  grade SUBMISSIONS --out OUT        autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .chapters import all_chapters, get_chapter
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("release", help="regenerate student notebooks from solutions/")
+    p.add_argument("chapters", nargs="*", help="chapter ids (default: all)")
+
+    p = sub.add_parser("check", help="run a notebook's visible tests and show the score")
+    p.add_argument("notebook", type=Path)
+
+    p = sub.add_parser("grade", help="autograde every submission in a folder")
+    p.add_argument("submissions", type=Path, help="SUBMISSIONS/<student_id>/<chapter_id>/<notebook>.ipynb")
+    p.add_argument("--out", type=Path, required=True, help="where grades.csv and feedback/ go")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run student code without the sandbox (only for code you trust)")
+
+    args = parser.parse_args(argv)
+    if args.command == "release":
+        from .release import release
+        release([get_chapter(c) for c in args.chapters] or all_chapters())
+    elif args.command == "check":
+        from .selfcheck import self_check
+        if not args.notebook.is_file():
+            parser.error(f"no such notebook: {args.notebook}")
+        score, total = self_check(args.notebook)
+        return 0 if score == total else 1
+    elif args.command == "grade":
+        from .grade import grade
+        if not args.submissions.is_dir():
+            parser.error(f"no such folder: {args.submissions}")
+        rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox)
+        print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Where things live: one nbgrader assignment per chapter.
+
+A chapter id is the name of its folder in solutions/, e.g. ``04_attention``;
+it is also the nbgrader assignment id and the notebook's name. Its number
+orders the book; the rest, e.g. ``attention``, names its modules
+`course.checks.attention` and `course.reference.attention`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+CHAPTERS = ROOT / "chapters"
+REFERENCE = ROOT / "course" / "reference"
+CHAPTER_ID = re.compile(r"^(\d\d)_([a-z][a-z0-9_]*)$")
+
+
+@dataclass(frozen=True)
+class Chapter:
+    id: str
+
+    @property
+    def number(self) -> int:
+        return int(self.id[:2])
+
+    @property
+    def topic(self) -> str:
+        return self.id[3:]
+
+    @property
+    def solution(self) -> Path:
+        return SOLUTIONS / self.id / f"{self.id}.ipynb"
+
+    @property
+    def student(self) -> Path:
+        return CHAPTERS / self.id / f"{self.id}.ipynb"
+
+    @property
+    def reference_module(self) -> Path:
+        return REFERENCE / f"{self.topic}.py"
+
+
+def all_chapters() -> list[Chapter]:
+    """Every chapter in solutions/, in book order."""
+    return [Chapter(p.name) for p in sorted(SOLUTIONS.iterdir())
+            if p.is_dir() and CHAPTER_ID.match(p.name)]
+
+
+def get_chapter(chapter_id: str) -> Chapter:
+    for ch in all_chapters():
+        if ch.id == chapter_id:
+            return ch
+    known = ", ".join(c.id for c in all_chapters())
+    raise SystemExit(f"unknown chapter {chapter_id!r} (known: {known})")

@@ -1,0 +1,132 @@
+"""nbgrader preprocessors that take verdicts out of the student's hands.
+
+`nbgrader autograde` runs the notebook, then awards a grade cell its points
+when the cell's outputs hold no error. Those outputs come from the student's
+process, which can forge them. The course's pipeline changes that:
+
+1. `PrepareProbes` (before `Execute`) makes an empty folder for recorded
+   results next to the notebook and writes the hidden-case seed into it.
+2. The notebook runs (in the sandbox); each ``check(...)`` in a test cell
+   records what the student's code returned, as plain JSON, in that folder.
+3. `JudgeChecks` (right after `Execute`, in the trusted grader process) reads
+   which checks each grade cell calls from the cell's *instructor* source
+   (restored by nbgrader's OverwriteCells), recomputes the cases and the
+   expected answers, and **replaces** the cell's outputs with its own verdict:
+   a plain text report, plus the partial score when some checks failed, or an
+   error when all did. `SaveAutoGrades` then scores those outputs as usual.
+
+Whatever the kernel printed, raised or patched in a test cell is discarded.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
+
+from course.checks import framework
+
+PROBE_DIRNAME = ".course-probes"
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+
+def checks_in_source(source: str) -> list[tuple[str, bool]]:
+    """The ``check("name", obj, hidden=...)`` calls in a test cell's source."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        fname = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if fname != "check" or not node.args or not isinstance(node.args[0], ast.Constant):
+            continue
+        hidden = any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value is True
+                     for k in node.keywords)
+        found.append((str(node.args[0].value), hidden))
+    return found
+
+
+def _read_record(path: Path) -> str | None:
+    """Read a recorded result without following links or blocking on FIFOs."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORD_BYTES:
+            return None
+        return f.read(MAX_RECORD_BYTES + 1).decode("utf-8", errors="replace")
+
+
+def _secret(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+class PrepareProbes(NbGraderPreprocessor):
+    """Give the kernel an empty folder to record results in, with its seed."""
+
+    secret_file = Unicode("", help="File holding the grading secret").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
+        if probe.is_symlink() or probe.is_file():
+            probe.unlink()
+        elif probe.exists():
+            shutil.rmtree(probe)
+        probe.mkdir()
+        info = resources["nbgrader"]
+        seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
+        (probe / framework.PROBE_SEED_FILE).write_text(str(seed))
+        return nb, resources
+
+
+class JudgeChecks(NbGraderPreprocessor):
+    """Replace every grade cell's outputs with the trusted judge's verdict."""
+
+    secret_file = Unicode("", help="File holding the grading secret").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
+        info = resources["nbgrader"]
+        seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
+        for cell in nb.cells:
+            if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+                cell.outputs = self._verdict(cell, probe, seed)
+        return nb, resources
+
+    def _verdict(self, cell: NotebookNode, probe: Path, seed: int) -> list[NotebookNode]:
+        points = float(cell.metadata.nbgrader["points"])
+        calls = checks_in_source(cell.source)
+        if not calls:
+            verdicts = [(False, "✗ this test cell calls no check(...): it cannot be graded.")]
+        else:
+            verdicts = [self._judge(name, hidden, seed, probe) for name, hidden in calls]
+        passed = sum(ok for ok, _ in verdicts)
+        report = "\n".join(text for _, text in verdicts) + "\n"
+        outputs = [NotebookNode(output_type="stream", name="stdout", text=report)]
+        if passed == len(verdicts):
+            return outputs
+        if passed == 0:
+            outputs.append(NotebookNode(output_type="error", ename="CheckFailed",
+                                        evalue="no check in this cell passed", traceback=[]))
+            return outputs
+        score = round(points * passed / len(verdicts), 2)
+        outputs.append(NotebookNode(output_type="execute_result", execution_count=None, metadata={},
+                                    data={"text/plain": repr(score)}))
+        return outputs
+
+    def _judge(self, name: str, hidden: bool, seed: int, probe: Path) -> tuple[bool, str]:
+        record = _read_record(framework.record_path(probe, name, hidden))
+        try:
+            return framework.judge_record(name, hidden, seed if hidden else None, record)
+        except Exception:  # a bug in the course's own check must not stop the batch
+            self.log.exception("check %s failed inside the judge", name)
+            return False, f"✗ {name}: the grader could not evaluate this check (tell your instructor)."

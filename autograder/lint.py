@@ -1,0 +1,63 @@
+"""Rules every solution notebook follows, checked before each release."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import nbformat
+
+from course.checks import REGISTRY
+
+from .chapters import Chapter
+from .judge import checks_in_source
+
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.S)
+
+
+def lint_solution(ch: Chapter) -> list[str]:
+    """Problems with a chapter's solution notebook (empty list: none)."""
+    nb = nbformat.read(ch.solution, as_version=4)
+    problems: list[str] = []
+    seen: set[str] = set()
+    for i, cell in enumerate(nb.cells):
+        where = f"cell {i}"
+        if cell.cell_type == "code" and cell.get("outputs"):
+            problems.append(f"{where}: commit solution notebooks without outputs")
+        meta = cell.metadata.get("nbgrader")
+        if not meta:
+            continue
+        gid = meta.get("grade_id")
+        where = f"cell {i} ({gid})"
+        if meta.get("schema_version") != 3:
+            problems.append(f"{where}: nbgrader schema_version must be 3")
+        if not gid or gid in seen:
+            problems.append(f"{where}: grade_id missing or duplicated")
+        seen.add(gid)
+        if meta.get("solution") and "### BEGIN SOLUTION" not in cell.source:
+            problems.append(f"{where}: solution cell without ### BEGIN SOLUTION")
+        if meta.get("grade") and cell.cell_type == "code":
+            problems.extend(_lint_test_cell(where, cell, meta))
+    return problems
+
+
+def _lint_test_cell(where: str, cell, meta: dict) -> list[str]:
+    problems = []
+    if not meta.get("locked") or not meta.get("points"):
+        problems.append(f"{where}: test cells must be locked and worth points")
+    calls = checks_in_source(cell.source)
+    hidden_calls = checks_in_source(textwrap.dedent("".join(HIDDEN_BLOCK.findall(cell.source))))
+    visible = [n for n, h in calls if not h]
+    hidden = [n for n, h in calls if h]
+    if not visible:
+        problems.append(f"{where}: no visible check(...) for the student")
+    if not hidden or not hidden_calls:
+        problems.append(f"{where}: no hidden check(..., hidden=True) between HIDDEN TESTS markers")
+    if any(not h for _, h in hidden_calls):
+        problems.append(f"{where}: hidden block holds a check without hidden=True")
+    for name, _ in calls:
+        if name not in REGISTRY:
+            problems.append(f"{where}: unknown check {name!r}")
+    if "raises-exception" not in cell.metadata.get("tags", []):
+        problems.append(f"{where}: tag test cells 'raises-exception' (the book runs unsolved stubs)")
+    return problems

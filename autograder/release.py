@@ -1,0 +1,70 @@
+"""`python -m autograder release`: solutions/ -> chapters/ and course/reference/.
+
+The student notebook is made by nbgrader's own ``generate_assignment`` (it
+strips solutions and hidden tests, locks test cells and adds checksums); the
+reference module is the solution notebook's cells tagged ``export``, with the
+solution markers removed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from .chapters import Chapter, all_chapters
+from .lint import lint_solution
+
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def reference_source(ch: Chapter) -> str:
+    """The generated `course.reference.<topic>` module for a chapter."""
+    nb = nbformat.read(ch.solution, as_version=4)
+    blocks = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "export" in cell.metadata.get("tags", []):
+            lines = [ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS]
+            blocks.append("\n".join(lines).strip("\n"))
+    header = (f'"""Reference solutions of chapter {ch.id}.\n\n'
+              f"Generated from solutions/{ch.id}/{ch.id}.ipynb (cells tagged 'export') by\n"
+              '`python -m autograder release`. Do not edit: edit the solution notebook.\n"""\n')
+    return header + "\n\n\n".join(b for b in blocks if b) + "\n"
+
+
+def generate_student_version(ch: Chapter, dest: Path) -> None:
+    """Run nbgrader generate_assignment for one chapter into dest/."""
+    with tempfile.TemporaryDirectory() as tmp:
+        course = Path(tmp)
+        (course / "nbgrader_config.py").write_text("c = get_config()  # noqa: F821\n")
+        shutil.copytree(ch.solution.parent, course / "source" / ch.id,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        subprocess.run(
+            [sys.executable, "-m", "nbgrader", "generate_assignment", ch.id, "--no-db", "--force",
+             f"--CourseDirectory.root={course}", "--log-level=WARN"],
+            check=True, cwd=course)
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(course / "release" / ch.id, dest)
+
+
+def release(chapters: list[Chapter] | None = None, out: Path | None = None) -> None:
+    """Regenerate the student notebooks and reference modules.
+
+    With `out`, write into out/chapters and out/reference instead (used by
+    the test that proves the committed files are up to date).
+    """
+    for ch in chapters or all_chapters():
+        problems = lint_solution(ch)
+        if problems:
+            raise SystemExit(f"{ch.solution}:\n  " + "\n  ".join(problems))
+        student_dir = (out / "chapters" / ch.id) if out else ch.student.parent
+        ref_file = (out / "reference" / f"{ch.topic}.py") if out else ch.reference_module
+        generate_student_version(ch, student_dir)
+        ref_file.parent.mkdir(parents=True, exist_ok=True)
+        ref_file.write_text(reference_source(ch))
+        print(f"released {ch.id}")
