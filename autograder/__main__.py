@@ -2,6 +2,8 @@
 
   release [CHAPTER ...]              regenerate chapters/ (and course/reference/) from solutions/
   check NOTEBOOK                     a student's self-check: run the visible tests, show the score
+  collect ARCHIVE --chapter CH --into SUBMISSIONS
+                                     unpack an LMS export (Canvas, Moodle, zip of folders) for grading
   grade SUBMISSIONS --out OUT        autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
 """
 
@@ -25,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("check", help="run a notebook's visible tests and show the score")
     p.add_argument("notebook", type=Path)
 
+    p = sub.add_parser("collect", help="turn an LMS zip export into SUBMISSIONS/<student>/<chapter>/")
+    p.add_argument("archive", type=Path)
+    p.add_argument("--chapter", required=True, help="the chapter id the archive holds")
+    p.add_argument("--into", type=Path, required=True, help="the SUBMISSIONS folder to fill")
+
     p = sub.add_parser("grade", help="autograde every submission in a folder")
     p.add_argument("submissions", type=Path, help="SUBMISSIONS/<student_id>/<chapter_id>/<notebook>.ipynb")
     p.add_argument("--out", type=Path, required=True, help="where grades.csv and feedback/ go")
@@ -41,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no such notebook: {args.notebook}")
         score, total = self_check(args.notebook)
         return 0 if score == total else 1
+    elif args.command == "collect":
+        from .collect import collect
+        get_chapter(args.chapter)
+        found = collect(args.archive, args.chapter, args.into)
+        print(f"collected {len(found)} notebook(s) into {args.into}")
     elif args.command == "grade":
         from .grade import grade
         if not args.submissions.is_dir():

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
@@ -56,3 +58,8 @@ def get_chapter(chapter_id: str) -> Chapter:
             return ch
     known = ", ".join(c.id for c in all_chapters())
     raise SystemExit(f"unknown chapter {chapter_id!r} (known: {known})")
+
+
+def repository_url() -> str:
+    """The course's one location setting: `repository.url` in _config.yml."""
+    return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]

@@ -9,7 +9,7 @@ import nbformat
 
 from course.checks import REGISTRY
 
-from .chapters import Chapter
+from .chapters import Chapter, repository_url
 from .judge import checks_in_source
 
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.S)
@@ -19,6 +19,10 @@ def lint_solution(ch: Chapter) -> list[str]:
     """Problems with a chapter's solution notebook (empty list: none)."""
     nb = nbformat.read(ch.solution, as_version=4)
     problems: list[str] = []
+    first_code = next((c.source for c in nb.cells if c.cell_type == "code"), "")
+    if "git+" + repository_url() not in first_code:
+        problems.append("the first code cell must be the setup cell installing the course from "
+                        "_config.yml's repository.url (copy it from chapter 0, then release)")
     seen: set[str] = set()
     for i, cell in enumerate(nb.cells):
         where = f"cell {i}"

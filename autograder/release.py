@@ -8,6 +8,7 @@ solution markers removed.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -16,10 +17,25 @@ from pathlib import Path
 
 import nbformat
 
-from .chapters import Chapter, all_chapters
+from .chapters import Chapter, all_chapters, repository_url
 from .lint import lint_solution
 
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+INSTALL_URL = re.compile(r"git\+https?://[^\"\s]+")
+
+
+def sync_setup_cell(ch: Chapter) -> None:
+    """Point the notebook's Colab install line at `repository_url()`.
+
+    The first code cell installs the course package from the repository when
+    it is missing (as on Colab); it must follow the launch buttons' setting.
+    """
+    nb = nbformat.read(ch.solution, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code")
+    new = INSTALL_URL.sub(f"git+{repository_url()}", cell.source)
+    if new != cell.source:
+        cell.source = new
+        nbformat.write(nb, ch.solution)
 
 
 def reference_source(ch: Chapter) -> str:
@@ -59,6 +75,8 @@ def release(chapters: list[Chapter] | None = None, out: Path | None = None) -> N
     the test that proves the committed files are up to date).
     """
     for ch in chapters or all_chapters():
+        if out is None:
+            sync_setup_cell(ch)
         problems = lint_solution(ch)
         if problems:
             raise SystemExit(f"{ch.solution}:\n  " + "\n  ".join(problems))

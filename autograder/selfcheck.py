@@ -31,7 +31,8 @@ def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        Execute(timeout=timeout).preprocess(nb, {"metadata": {"path": str(notebook.parent.resolve())}})
+        quiet = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
+        Execute(timeout=timeout, extra_arguments=quiet).preprocess(nb, {"metadata": {"path": str(notebook.parent.resolve())}})
     finally:
         for k, v in old.items():
             if v is None:

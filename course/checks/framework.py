@@ -262,10 +262,12 @@ def _not_implemented(got: Any) -> bool:
 def _matching_mistake(check_: Check, case: Case, got: Any) -> str | None:
     for m in check_.mistakes:
         try:
-            wrong = to_plain(m.output(case))
-        except Exception:  # a mistake that cannot even run on this case
+            wrong = to_plain(m.output(copy.deepcopy(case)))
+        except Exception as exc:  # the mistake crashes on this case: so may the student's code
+            if isinstance(got, Raised) and got.names[0] == type(exc).__name__:
+                return m.hint
             continue
-        if mismatch(got, wrong, check_.rtol, check_.atol) is None:
+        if not isinstance(got, Raised) and mismatch(got, wrong, check_.rtol, check_.atol) is None:
             return m.hint
     return None
 
