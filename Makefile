@@ -1,0 +1,57 @@
+# Common tasks. `make setup` once, then `make book`.
+# Use an existing virtual environment with e.g. `make book VENV=/path/to/venv`.
+
+VENV    ?= .venv
+PYTHON  ?= python3
+BIN     := $(VENV)/bin
+PORT    ?= 8000
+# Debian packages: chromium renders the book in tests/test_book.py,
+# bubblewrap sandboxes student code in the autograder. Set empty to skip.
+SYSTEM_PACKAGES ?= chromium bubblewrap
+
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: setup system-packages book test
+
+# ---------------------------------------------------------------- setup & book
+
+setup: $(VENV)/.course-installed system-packages
+	.ci/fetch-book-assets
+
+$(VENV)/.course-installed: requirements.txt pyproject.toml
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install --no-deps -e .
+	touch $@
+
+system-packages:
+	@missing=""; \
+	for pkg in $(SYSTEM_PACKAGES); do \
+	  cmd=$$pkg; [ $$pkg = bubblewrap ] && cmd=bwrap; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	[ -n "$$missing" ] || exit 0; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif sudo -n true 2>/dev/null; then sudo=sudo; \
+	else echo "*** Please install these Debian packages:$$missing"; \
+	     echo "***   sudo apt-get install$$missing"; exit 0; fi; \
+	echo "Installing Debian packages:$$missing"; \
+	$$sudo apt-get update -qq && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing \
+	  || echo "*** Could not install:$$missing"
+
+# Build the book from scratch with warnings as errors, then serve it on
+# http://localhost:$(PORT) (not when CI is set or with NO_SERVE=1).
+book: setup
+	rm -rf _build
+	COURSE_BOOK_BUILD=1 $(BIN)/jupyter-book build . -W --keep-going
+	@echo "The book: $(CURDIR)/_build/html/index.html"
+	@if [ -z "$$CI" ] && [ "$(NO_SERVE)" != 1 ]; then \
+	  echo "Serving it on http://localhost:$(PORT) (Ctrl-C stops)"; \
+	  $(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html; \
+	fi
+
+# The whole test suite; CI runs exactly this, through .ci/run.
+test: setup
+	$(BIN)/python -m pytest -ra --durations=20
