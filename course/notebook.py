@@ -45,7 +45,8 @@ def _as_widget(item: Any) -> widgets.Widget:
         buf = io.BytesIO()
         item.savefig(buf, format="png", dpi=80, bbox_inches="tight")
         plt.close(item)
-        return widgets.Image(value=buf.getvalue(), format="png")
+        return widgets.Image(value=buf.getvalue(), format="png",
+                             layout=widgets.Layout(max_width="100%", height="auto"))
     raise TypeError(f"cannot show a {type(item).__name__} in an explorer")
 
 

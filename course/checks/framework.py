@@ -245,7 +245,8 @@ def evaluate(check_: Check, cases: list[Case], outputs: list[Any]) -> list[CaseR
     """Compare recorded outputs with the oracle, naming known mistakes."""
     results = []
     for case, got in zip(cases, outputs):
-        want = to_plain(check_.expected(case))
+        want = check_.expected(case)
+        want = want if isinstance(want, Raises) else to_plain(want)
         problem = mismatch(got, want, check_.rtol, check_.atol, check_.exact_dtype)
         if problem and not _not_implemented(got):
             hint = _matching_mistake(check_, case, got) or check_.hint
