@@ -48,7 +48,8 @@ def architecture_map(highlight: int | None = None, ax: plt.Axes | None = None) -
         top = 5.95 if x0 == 0.0 else 7.55
         ax.add_patch(FancyBboxPatch((x0 - 0.15, 2.45), 2.9, top - 2.45, boxstyle="round,pad=0.05",
                                     fc="none", ec="#888888", ls="--"))
-        ax.text(x0 - 0.3, (2.45 + top) / 2, "× N", ha="right", va="center", fontsize=10)
+        side = x0 - 0.3 if x0 == 0.0 else x0 + 2.9  # outside each stack, clear of the arrow
+        ax.text(side, (2.45 + top) / 2, "× N", ha="right" if x0 == 0.0 else "left", va="center", fontsize=10)
     ax.add_patch(FancyArrowPatch((2.75, 5.5), (3.45, 4.75), arrowstyle="-|>", mutation_scale=12,
                                  color="#555555", connectionstyle="arc3,rad=-0.2"))
     ax.text(3.1, 5.4, "keys,\nvalues", fontsize=7.5, ha="center")
