@@ -54,4 +54,4 @@ book: setup
 
 # The whole test suite; CI runs exactly this, through .ci/run.
 test: setup
-	$(BIN)/python -m pytest -ra --durations=20
+	$(BIN)/python -m pytest -ra --durations=20 -n 2 --dist loadgroup

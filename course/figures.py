@@ -36,7 +36,8 @@ def architecture_map(highlight: int | None = None, ax: plt.Axes | None = None) -
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 7.2))
     for key, label, chapter, x, y, w in _BOXES:
-        on = highlight is None or chapter == highlight or (highlight == 5 and chapter == 4)
+        on = (highlight is None or chapter == highlight or (highlight == 5 and chapter == 4)
+              or (highlight == 3 and chapter == 2))  # positions are added where embeddings are made
         colour = "#f4c27a" if on and highlight is not None else ("#cfe0f3" if on else "#eeeeee")
         ax.add_patch(FancyBboxPatch((x, y), w, 0.65 if "\n" not in label else 0.85,
                                     boxstyle="round,pad=0.04", fc=colour,

@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]  # one build, one worker
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = Path(os.environ.get("BOOK_TEST_SOURCE", REPO)).resolve()

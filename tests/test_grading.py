@@ -18,6 +18,11 @@ from submissions import mutated, solution_sources, solved, write
 
 CHAPTERS = all_chapters()
 MUTANTS = [(ch, m) for ch in CHAPTERS for m in mutants_for(ch.topic)]
+# With pytest-xdist (`make test` runs two workers), all tests of one chapter go
+# to the same worker, so each chapter is graded once.
+GRADED = [pytest.param(ch, marks=pytest.mark.xdist_group(ch.id), id=ch.id) for ch in CHAPTERS]
+GRADED_MUTANTS = [pytest.param(ch, m, marks=pytest.mark.xdist_group(ch.id), id=f"{ch.id}-{m.name}")
+                  for ch, m in MUTANTS]
 _results: dict[str, tuple[dict, dict]] = {}
 
 
@@ -46,7 +51,7 @@ def graded(ch, tmp_path_factory) -> tuple[dict, dict]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+@pytest.mark.parametrize("ch", GRADED)
 def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
     rows, _ = graded(ch, tmp_path_factory)
     sol, stub = rows["solution"], rows["stub"]
@@ -56,7 +61,7 @@ def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ch,mutant", MUTANTS, ids=lambda x: getattr(x, "id", None) or getattr(x, "name", ""))
+@pytest.mark.parametrize("ch,mutant", GRADED_MUTANTS)
 def test_mutant_loses_points(ch, mutant, tmp_path_factory):
     rows, cells = graded(ch, tmp_path_factory)
     row = rows[_slug(mutant.name)]
