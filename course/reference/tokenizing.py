@@ -1,0 +1,166 @@
+"""Reference solutions of chapter 01_tokenizing.
+
+Generated from solutions/01_tokenizing/01_tokenizing.ipynb (cells tagged 'export') by
+`python -m autograder release`. Do not edit: edit the solution notebook.
+"""
+import re
+
+SPECIALS: tuple[str, ...] = ("<pad>", "<bos>", "<eos>", "<unk>")
+UNK_CHAR = "\ufffd"  # what decode writes for <unk>: the Unicode replacement character
+
+
+def pretokenize(text: str) -> list[str]:
+    """Split text into words; each word keeps the whitespace in front of it.
+
+    A word is a run of non-whitespace characters together with all the
+    whitespace just before it; whitespace at the very end of the text is a
+    word of its own. Nothing is dropped: "".join(pretokenize(t)) == t.
+    """
+    return re.findall(r"\s*\S+|\s+", text)
+
+
+class CharTokenizer:
+    """A character-level tokenizer: one token per character, plus special tokens.
+
+    Vocabulary: the special tokens (in the order given), then the distinct
+    characters of `corpus` in sorted order.
+    """
+
+    def __init__(self, corpus: str, specials: tuple[str, ...] = ("<pad>", "<bos>", "<eos>", "<unk>")) -> None:
+        self.itos: list[str] = list(specials) + sorted(set(corpus))
+        self.stoi: dict[str, int] = {token: i for i, token in enumerate(self.itos)}
+        self.vocab_size: int = len(self.itos)
+        self.pad_id, self.bos_id = self.stoi["<pad>"], self.stoi["<bos>"]
+        self.eos_id, self.unk_id = self.stoi["<eos>"], self.stoi["<unk>"]
+
+    def encode(self, text: str, add_special: bool = False) -> list[int]:
+        """Ids of the characters of `text` (unknown ones -> <unk>), optionally wrapped in <bos> ... <eos>."""
+        ids = [self.stoi.get(ch, self.unk_id) for ch in text]
+        if add_special:
+            ids = [self.bos_id] + ids + [self.eos_id]
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of `ids`: <pad>/<bos>/<eos> dropped, <unk> -> UNK_CHAR. Raises ValueError on a bad id."""
+        silent = {self.pad_id, self.bos_id, self.eos_id}
+        pieces = []
+        for i in ids:
+            if not 0 <= i < self.vocab_size:
+                raise ValueError(f"id {i} is outside the vocabulary (0..{self.vocab_size - 1})")
+            if i in silent:
+                continue
+            pieces.append(UNK_CHAR if i == self.unk_id else self.itos[i])
+        return "".join(pieces)
+
+
+def merge_pair(tokens: list[str], pair: tuple[str, str]) -> list[str]:
+    """Replace every non-overlapping occurrence of `pair`, left to right, by one token.
+
+    tokens: a list of n strings; returns a new list of at most n strings.
+    """
+    first, second = pair
+    merged: list[str] = []
+    i = 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and tokens[i] == first and tokens[i + 1] == second:
+            merged.append(first + second)
+            i += 2
+        else:
+            merged.append(tokens[i])
+            i += 1
+    return merged
+
+
+from collections import Counter
+
+
+def train_bpe(corpus: str, num_merges: int) -> list[tuple[str, str]]:
+    """Learn up to `num_merges` BPE merges on `corpus`, most useful first.
+
+    Returns a list of (left, right) string pairs; its length is <= num_merges.
+    """
+    if num_merges < 0:
+        raise ValueError(f"num_merges must be >= 0, got {num_merges}")
+    word_counts = Counter(pretokenize(corpus))
+    # every distinct word once, as its current list of tokens, with its frequency
+    words = [(list(word), count) for word, count in word_counts.items()]
+    merges: list[tuple[str, str]] = []
+    while len(merges) < num_merges:
+        pair_counts: Counter = Counter()
+        for tokens, count in words:
+            for pair in zip(tokens, tokens[1:]):
+                pair_counts[pair] += count
+        if not pair_counts:
+            break
+        best = max(pair_counts, key=lambda p: (pair_counts[p], p))  # ties: greatest pair
+        if pair_counts[best] < 2:
+            break
+        merges.append(best)
+        words = [(merge_pair(tokens, best), count) for tokens, count in words]
+    return merges
+
+
+def bpe_encode(text: str, merges: list[tuple[str, str]]) -> list[str]:
+    """Split `text` into BPE tokens by applying `merges` in learned order to each word.
+
+    Returns a list of strings whose concatenation is `text`.
+    """
+    tokens_of: dict[str, list[str]] = {}  # each distinct word is encoded once
+    result: list[str] = []
+    for word in pretokenize(text):
+        if word not in tokens_of:
+            tokens = list(word)
+            for pair in merges:  # rank order: the order of learning
+                if len(tokens) < 2:
+                    break
+                tokens = merge_pair(tokens, pair)
+            tokens_of[word] = tokens
+        result.extend(tokens_of[word])
+    return result
+
+
+class BPETokenizer:
+    """A byte-pair-encoding tokenizer with ids.
+
+    Vocabulary: the special tokens, then the sorted characters of `alphabet`,
+    then one token per merge in learned order (skipping strings already present).
+    """
+
+    def __init__(self, merges: list[tuple[str, str]], alphabet: str,
+                 specials: tuple[str, ...] = ("<pad>", "<bos>", "<eos>", "<unk>")) -> None:
+        self.merges: list[tuple[str, str]] = list(merges)
+        self.itos: list[str] = list(specials) + sorted(set(alphabet))
+        self.stoi: dict[str, int] = {token: i for i, token in enumerate(self.itos)}
+        for first, second in self.merges:
+            token = first + second
+            if token not in self.stoi:  # two merges may build the same string
+                self.stoi[token] = len(self.itos)
+                self.itos.append(token)
+        self.vocab_size: int = len(self.itos)
+        self.pad_id, self.bos_id = self.stoi["<pad>"], self.stoi["<bos>"]
+        self.eos_id, self.unk_id = self.stoi["<eos>"], self.stoi["<unk>"]
+
+    @classmethod
+    def train(cls, corpus: str, num_merges: int,
+              specials: tuple[str, ...] = ("<pad>", "<bos>", "<eos>", "<unk>")) -> "BPETokenizer":
+        """Learn `num_merges` merges on `corpus` (with your train_bpe) and build the tokenizer."""
+        return cls(train_bpe(corpus, num_merges), corpus, specials)
+
+    def encode(self, text: str, add_special: bool = False) -> list[int]:
+        """Ids of the BPE tokens of `text` (unknown ones -> <unk>), optionally wrapped in <bos> ... <eos>."""
+        ids = [self.stoi.get(token, self.unk_id) for token in bpe_encode(text, self.merges)]
+        if add_special:
+            ids = [self.bos_id] + ids + [self.eos_id]
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of `ids`: <pad>/<bos>/<eos> dropped, <unk> -> UNK_CHAR. Raises ValueError on a bad id."""
+        silent = {self.pad_id, self.bos_id, self.eos_id}
+        pieces = []
+        for i in ids:
+            if not 0 <= i < self.vocab_size:
+                raise ValueError(f"id {i} is outside the vocabulary (0..{self.vocab_size - 1})")
+            if i in silent:
+                continue
+            pieces.append(UNK_CHAR if i == self.unk_id else self.itos[i])
+        return "".join(pieces)
