@@ -14,7 +14,7 @@ import pytest
 
 from autograder.chapters import all_chapters
 from mutants import mutants_for
-from submissions import mutated, solution_sources, solved, write
+from submissions import mutated, solution_sources, solved, student_notebook, write
 
 CHAPTERS = all_chapters()
 MUTANTS = [(ch, m) for ch in CHAPTERS for m in mutants_for(ch.topic)]
@@ -38,6 +38,8 @@ def graded(ch, tmp_path_factory) -> tuple[dict, dict]:
         subs = base / "submitted"
         write(solved(ch), subs, "solution", ch)
         write(nbformat.read(ch.student, as_version=4), subs, "stub", ch)
+        importer = {gid: f"from course.reference.{ch.topic} import *" for gid in solution_sources(ch)}
+        write(student_notebook(ch, importer), subs, "imports-reference", ch)
         for m in mutants_for(ch.topic):
             write(mutated(ch, m), subs, _slug(m.name), ch)
         subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(base / "out")],
@@ -58,6 +60,14 @@ def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
     assert sol["status"] == "graded" and float(sol["max_score"]) > 0
     assert float(sol["score"]) == float(sol["max_score"]), sol
     assert stub["status"] == "graded" and float(stub["score"]) == 0.0, stub
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ch", GRADED)
+def test_importing_the_chapters_own_reference_earns_nothing(ch, tmp_path_factory):
+    rows, _ = graded(ch, tmp_path_factory)
+    row = rows["imports-reference"]
+    assert row["status"] == "graded" and float(row["score"]) == 0.0, row
 
 
 @pytest.mark.slow
