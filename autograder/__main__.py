@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .chapters import all_chapters, get_chapter
+from .sandbox import CELL_SECONDS, WALL_SECONDS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="where grades.csv and feedback/ go")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run student code without the sandbox (only for code you trust)")
+    p.add_argument("--cell-timeout", type=int, default=CELL_SECONDS, metavar="SECONDS",
+                   help=f"interrupt a cell after this long (default {CELL_SECONDS})")
+    p.add_argument("--wall-timeout", type=int, default=WALL_SECONDS, metavar="SECONDS",
+                   help=f"kill a notebook's kernel after this long in all (default {WALL_SECONDS})")
 
     args = parser.parse_args(argv)
     if args.command == "release":
@@ -54,10 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         found = collect(args.archive, args.chapter, args.into)
         print(f"collected {len(found)} notebook(s) into {args.into}")
     elif args.command == "grade":
-        from .grade import grade
+        from .grade import Limits, grade
         if not args.submissions.is_dir():
             parser.error(f"no such folder: {args.submissions}")
-        rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox)
+        if min(args.cell_timeout, args.wall_timeout) < 1:
+            parser.error("timeouts must be at least 1 second")
+        rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox,
+                     limits=Limits(args.cell_timeout, args.wall_timeout))
         print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows)")
     return 0
 

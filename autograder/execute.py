@@ -1,62 +1,194 @@
 """nbgrader's Execute preprocessor, hardened for untrusted notebooks.
 
-* Output floods: nbclient keeps every output message in the grader's memory.
-  `GuardedExecute` stores at most `max_output_bytes` per notebook and drops
-  the rest (the judge never reads outputs anyway).
+* Output floods: nbclient keeps every message from the kernel in the
+  grader's memory, and ZeroMQ queues what nbclient has not read yet.
+  `GuardedExecute` refuses kernel messages bigger than `max_message_bytes`
+  and queues at most `max_queued_messages` (both at the socket), and keeps
+  at most `max_output_bytes` of messages per notebook (outputs, display
+  updates, widget traffic); it drops the rest. The judge never reads
+  outputs anyway.
 * Kernel death (``os._exit``, a killed kernel, the sandbox's wall-clock
   limit): nbclient raises and nbgrader would discard the whole notebook.
   `GuardedExecute` keeps the cells that ran, so the judge can still credit
-  the checks recorded before the kernel died, and notes what happened in a
-  status file that `grade` reports in grades.csv.
+  the checks recorded before the kernel died.
+* Each kernel gets a fresh folder for its IPC sockets (`socket_dir`).
+* Display updates reach only the cell that is running, so a later cell
+  cannot rewrite what an earlier one showed.
+* The kernel had the notebook's folder to itself: before the grader writes
+  anything there (the graded notebook), `reclaim_folder` takes the folder
+  back and removes the links, pipes and devices the kernel may have left.
+
+What happened (kernel death, interrupted cells, truncated output, removed
+links) goes to a status file that `grade` reports in grades.csv, with the
+notebook's run time and the grader's peak memory so far.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import resource
+import shutil
+import stat
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+import zmq
+from jupyter_client import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer, Unicode
+from traitlets import Bool, Integer, Unicode
+
+#: folders the kernel nests deeper than this are deleted after it ran
+MAX_DEPTH = 16
 
 
 def status_path(status_dir: str | Path, student: str, assignment: str) -> Path:
+    """Where `GuardedExecute` notes what happened while a notebook ran."""
     return Path(status_dir) / f"{student}--{assignment}.json"
 
 
-class GuardedExecute(Execute):
-    max_output_bytes = Integer(2_000_000, help="outputs kept per notebook").tag(config=True)
-    status_dir = Unicode("", help="where to note kernel deaths and floods").tag(config=True)
-    wall_seconds = Integer(600, help="the sandbox's wall-clock limit (for the message)").tag(config=True)
+def reclaim_folder(folder: Path) -> int:
+    """Make a folder the kernel wrote in safe for the grader to write in.
 
-    def preprocess(self, nb: NotebookNode, resources: dict, km=None):
+    Every directory is given back to the grader's user (so that nothing can
+    add entries to it any more) and emptied of what is not a regular file or
+    a directory: links, pipes, sockets. Directories nested deeper than
+    `MAX_DEPTH` are removed. Works on file descriptors, never following a
+    link. Returns how many entries were removed.
+    """
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        return _reclaim(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def _reclaim(fd: int, depth: int) -> int:
+    removed = 0
+    os.fchown(fd, os.geteuid(), os.getegid())
+    os.fchmod(fd, 0o755)
+    for entry in os.scandir(fd):
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode) and depth < MAX_DEPTH:
+            sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                removed += _reclaim(sub, depth + 1)
+            finally:
+                os.close(sub)
+        elif stat.S_ISDIR(mode):
+            shutil.rmtree(entry.name, dir_fd=fd)
+            removed += 1
+        elif stat.S_ISREG(mode):
+            os.chown(entry.name, os.geteuid(), os.getegid(), dir_fd=fd, follow_symlinks=False)
+        else:
+            os.unlink(entry.name, dir_fd=fd)
+            removed += 1
+    return removed
+
+
+class BoundedKernelManager(AsyncKernelManager):
+    """A kernel manager whose clients use its ZeroMQ context, and so the
+    socket limits `GuardedExecute` sets on it."""
+
+    def client(self, **kwargs: Any) -> Any:
+        return super().client(context=self.context, **kwargs)
+
+
+class GuardedExecute(Execute):
+    """`Execute` that survives hostile kernels and notes what they did."""
+
+    max_output_bytes = Integer(2_000_000, help="kernel messages kept per notebook").tag(config=True)
+    max_message_bytes = Integer(8 * 1024**2, help="larger kernel messages are refused").tag(config=True)
+    max_queued_messages = Integer(128, help="kernel messages queued unread at most; more are dropped").tag(config=True)
+    status_dir = Unicode("", help="where to note kernel deaths, timeouts and floods").tag(config=True)
+    socket_dir = Unicode("", help="where each kernel gets a private folder for its IPC sockets").tag(config=True)
+    wall_seconds = Integer(600, help="the sandbox's wall-clock limit (for the message)").tag(config=True)
+    raise_on_iopub_timeout = Bool(False, help="stop the notebook when a cell's output is lost "
+                                  "(a refused message): no, go on with the next cell").tag(config=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("kernel_manager_class", BoundedKernelManager)
+        super().__init__(**kwargs)
+
+    def create_kernel_manager(self) -> Any:
+        km = super().create_kernel_manager()
+        km.context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)  # for the sockets made after this
+        km.context.setsockopt(zmq.RCVHWM, self.max_queued_messages)
+        if self.socket_dir:  # one folder per kernel: nothing there is shared with another student
+            Path(self.socket_dir).mkdir(parents=True, exist_ok=True)
+            self._sockets = Path(tempfile.mkdtemp(dir=self.socket_dir))
+            km.ip = str(self._sockets / "k")
+        return km
+
+    def preprocess(self, nb: NotebookNode, resources: dict, km: Any = None) -> tuple[NotebookNode, dict]:
         self._kept = 0
         self._flooded = False
+        self._timed_out: list[int] = []
+        self._finished: set[int] = set()  # cells whose end of output arrived
+        self._running = -1
+        self._sockets: Path | None = None
         problem = None
-        start = time.monotonic()
+        start, iopub_timeout = time.monotonic(), self.iopub_timeout
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         except (DeadKernelError, CellTimeoutError, RuntimeError) as err:
-            elapsed = time.monotonic() - start
-            if elapsed >= self.wall_seconds - 5:
-                problem = f"kernel killed after the {self.wall_seconds} s time limit"
+            if time.monotonic() - start >= self.wall_seconds - 2:
+                problem = f"kernel killed at the {self.wall_seconds} s time limit"
             else:
                 problem = f"kernel died ({type(err).__name__})"
             self.log.warning("%s: %s", resources["nbgrader"]["student"], problem)
-        info = resources["nbgrader"]
-        note = {"problem": problem, "output_truncated": self._flooded}
+        finally:  # the kernel is gone, however it ended
+            self.iopub_timeout = iopub_timeout
+            if self._sockets:
+                shutil.rmtree(self._sockets, ignore_errors=True)
+            removed = reclaim_folder(Path(resources["metadata"]["path"]))
+        self._write_status(resources["nbgrader"], {
+            "problem": problem,
+            "timed_out_cells": self._timed_out,
+            "output_truncated": self._flooded,
+            "removed_entries": removed,
+            "seconds": round(time.monotonic() - start, 2),
+            "grader_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        })
+        return nb, resources
+
+    def _write_status(self, info: dict, note: dict) -> None:
         if self.status_dir:
             path = status_path(self.status_dir, info["student"], info["assignment"])
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(note))
-        return nb, resources
 
-    def output(self, outs, msg, display_id, cell_index):
-        size = len(json.dumps(msg.get("content", {}), default=str))
-        self._kept += size
-        if self._kept > self.max_output_bytes:
+    def on_cell_executed(self, **kwargs: Any) -> None:
+        super().on_cell_executed(**kwargs)
+        if kwargs["execute_reply"]["content"].get("ename") == self.error_on_timeout["ename"]:
+            self._timed_out.append(kwargs["cell_index"])
+        elif kwargs["cell_index"] not in self._finished:
+            # The cell ended but its output did not: it was refused or dropped at the
+            # socket, which may then stay disconnected. Do not wait long for more.
             self._flooded = True
-            return None
-        return super().output(outs, msg, display_id, cell_index)
+            self.iopub_timeout = 1
+
+    def process_message(self, msg: dict, cell: NotebookNode, cell_index: int) -> NotebookNode | None:
+        self._running = cell_index
+        if msg["msg_type"] == "status":  # status messages end a cell: always let them through
+            if msg["content"].get("execution_state") == "idle":
+                self._finished.add(cell_index)
+            return super().process_message(msg, cell, cell_index)
+        if not self._flooded:
+            self._kept += len(json.dumps(msg.get("content", {}), default=str))
+            self._flooded = self._kept > self.max_output_bytes
+        return None if self._flooded else super().process_message(msg, cell, cell_index)
+
+    def _update_display_id(self, display_id: str, msg: dict) -> None:
+        cells = self._display_id_map.get(display_id)
+        if not cells:
+            return
+        self._display_id_map[display_id] = {i: v for i, v in cells.items() if i == self._running}
+        try:
+            super()._update_display_id(display_id, msg)
+        finally:
+            self._display_id_map[display_id] = cells

@@ -16,11 +16,15 @@ process, which can forge them. The course's pipeline changes that:
    error when all did. `SaveAutoGrades` then scores those outputs as usual.
 
 Whatever the kernel printed, raised or patched in a test cell is discarded.
+Records are read without following links, and an output of any other cell
+that echoes hidden-test code (the kernel ran it, so it can print it) is
+replaced, so that feedback never shows hidden tests.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import stat
@@ -34,7 +38,10 @@ from traitlets import Unicode
 from course.checks import framework
 
 PROBE_DIRNAME = ".course-probes"
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+ECHO_REMOVED = NotebookNode(output_type="stream", name="stdout",
+                            text="[output removed by the grader: it showed hidden test code]\n")
 
 
 def checks_in_source(source: str) -> list[tuple[str, bool]]:
@@ -53,17 +60,43 @@ def checks_in_source(source: str) -> list[tuple[str, bool]]:
     return found
 
 
-def _read_record(path: Path) -> str | None:
+def _read_record(probe: Path, name: str) -> str | None:
     """Read a recorded result without following links or blocking on FIFOs."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        folder = os.open(probe, flags | os.O_DIRECTORY)
     except OSError:
         return None
+    try:
+        fd = os.open(name, flags, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORD_BYTES:
             return None
         return f.read(MAX_RECORD_BYTES + 1).decode("utf-8", errors="replace")
+
+
+def hidden_lines(source: str) -> set[str]:
+    """A test cell's hidden-test lines, markers included (stripped)."""
+    lines, inside = set(), False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line:
+            inside = True
+        if inside and line.strip():
+            lines.add(line.strip())
+        if HIDDEN_END in line:
+            inside = False
+    return lines
+
+
+def _shows_any(output: NotebookNode, lines: set[str]) -> bool:
+    """Whether an output's text holds one of `lines` (compared as JSON text)."""
+    text = json.dumps(output, ensure_ascii=False)
+    return any(json.dumps(line, ensure_ascii=False)[1:-1] in text for line in lines)
 
 
 def _secret(path: str) -> bytes:
@@ -89,7 +122,12 @@ class PrepareProbes(NbGraderPreprocessor):
 
 
 class JudgeChecks(NbGraderPreprocessor):
-    """Replace every grade cell's outputs with the trusted judge's verdict."""
+    """Replace every grade cell's outputs with the trusted judge's verdict.
+
+    The kernel ran the hidden tests, so it could echo their code in a later
+    cell's output (``print(In[-1])``): outputs that show a hidden-test line
+    are removed too, so that feedback never shows them.
+    """
 
     secret_file = Unicode("", help="File holding the grading secret").tag(config=True)
 
@@ -97,9 +135,14 @@ class JudgeChecks(NbGraderPreprocessor):
         probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
         info = resources["nbgrader"]
         seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
+        secret_lines: set[str] = set()
         for cell in nb.cells:
             if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
                 cell.outputs = self._verdict(cell, probe, seed)
+                secret_lines |= hidden_lines(cell.source)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and not utils.is_grade(cell):
+                cell.outputs = [ECHO_REMOVED if _shows_any(out, secret_lines) else out for out in cell.outputs]
         return nb, resources
 
     def _verdict(self, cell: NotebookNode, probe: Path, seed: int) -> list[NotebookNode]:
@@ -124,7 +167,7 @@ class JudgeChecks(NbGraderPreprocessor):
         return outputs
 
     def _judge(self, name: str, hidden: bool, seed: int, probe: Path) -> tuple[bool, str]:
-        record = _read_record(framework.record_path(probe, name, hidden))
+        record = _read_record(probe, framework.record_path(probe, name, hidden).name)
         try:
             return framework.judge_record(name, hidden, seed if hidden else None, record)
         except Exception:  # a bug in the course's own check must not stop the batch

@@ -6,21 +6,29 @@ bubblewrap (``bwrap``) around an ordinary ipykernel. Inside the sandbox:
 
 * the only writable places are the submission's own folder (mounted at
   /submission, the kernel's working directory), a private, size-capped
-  /tmp, and the folder of the kernel's IPC sockets;
+  /tmp, and the kernel's private folder for its IPC sockets;
 * visible read-only: the system's /usr, the Python installation and the
   virtual environment, and a copy of the `course` package holding only the
   reference modules of *earlier* chapters. Not visible: solutions/, the
-  gradebook, release files, the grading secret, other students' folders;
+  gradebook, release files, the grading secret, other students' folders,
+  and the notebook file itself (it holds the restored hidden tests; the
+  kernel gets its cells from nbgrader, not from the file);
 * no network (a new, empty network namespace: the kernel talks to nbgrader
   over IPC sockets, not TCP), new PID/IPC/UTS namespaces, no capabilities;
-* when the grader runs as root, the kernel runs as the unprivileged user
-  `nobody`, so the limit on processes holds (it does not for root);
+* when the grader runs as root, the kernel runs as an unprivileged uid of
+  its own (a fresh one per kernel), so the limit on processes holds (it
+  does not for root) and counts that kernel's processes only;
 * resource limits: CPU time, address space, file size, processes, open
   files, and a wall-clock cap after which the kernel is killed.
 
 The kernel's connection file is handed in through a pipe (``--ro-bind-data``)
 so the sandbox never sees the grader's runtime folder. The IPC sockets live
-in a folder of their own, mounted at /run/sockets inside.
+in a folder of their own, made for this kernel alone and mounted at
+/run/sockets inside.
+
+What this does not bound: disk space (each file is capped, the number of
+files is not) and the machine's total memory (the address-space limit is
+per process); see the README's section for instructors.
 """
 
 from __future__ import annotations
@@ -28,20 +36,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import resource
+import secrets
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
-SANDBOX_UID = 65534  # nobody
+#: when the grader is root, each kernel runs as a uid of its own from this
+#: range, in no /etc/passwd: the process limit then counts that kernel's
+#: processes only, and no two kernels (or grade runs) can signal each other
+UID_RANGE = range(2_000_000_000, 2_100_000_000)
 CPU_SECONDS = 600
 MEMORY_BYTES = 6 * 1024**3  # address space; torch alone maps ~1-2 GiB
 FILE_BYTES = 64 * 1024**2
 TMP_BYTES = 256 * 1024**2  # /tmp is memory: cap it
-PROCESSES = 256
+PROCESSES = 64  # threads count too; a kernel uses about ten
 OPEN_FILES = 1024
 WALL_SECONDS = 600
+CELL_SECONDS = 60  # nbgrader interrupts a cell after this long
 INSIDE_LIB = "/opt/course-lib"
 INSIDE_WORK = "/submission"
 INSIDE_CONNECTION = "/run/kernel.json"
@@ -53,7 +68,7 @@ def available() -> str | None:
     """None when a sandboxed process can start here, else the reason."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
-    probe = bwrap_command(Path("/tmp"), None, [inside_python(), "-c", "import torch"],
+    probe = bwrap_command(Path("/tmp"), None, [inside_python(), "-c", "import ipykernel"],
                           sockets=None, wall=60)
     try:
         proc = subprocess.run(probe, capture_output=True, text=True, timeout=60,
@@ -63,6 +78,16 @@ def available() -> str | None:
     if proc.returncode:
         return f"bubblewrap could not start: {proc.stderr.strip()[-300:]}"
     return None
+
+
+def kernel_uid() -> int:
+    """An unused uid for one kernel."""
+    while True:
+        uid = UID_RANGE[secrets.randbelow(len(UID_RANGE))]
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
 
 
 def _system_binds() -> list[str]:
@@ -98,14 +123,22 @@ def inside_python() -> str:
     return sys.executable
 
 
-def bwrap_command(workdir: Path, lib: Path | None, command: list[str], *,
-                  sockets: Path | None, wall: int, connection_fd: int | None = None) -> list[str]:
-    """The full bwrap command line that runs `command` in the sandbox."""
+def bwrap_command(workdir: Path, lib: Path | None, command: list[str], *, sockets: Path | None, wall: int,
+                  uid: int | None = None, connection_fd: int | None = None, hidden: Sequence[str] = ()) -> list[str]:
+    """The full bwrap command line that runs `command` in the sandbox.
+
+    `hidden` names files in `workdir` that the sandbox must not read: each
+    is covered by /dev/null, which the sandbox (mounted nodev) cannot open.
+    `uid` is the user the command runs as when the grader is root (default:
+    a fresh `kernel_uid`).
+    """
     args = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
             "--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/opt", *_system_binds(),
             "--bind", str(workdir), INSIDE_WORK, "--chdir", INSIDE_WORK]
+    for name in hidden:
+        args += ["--ro-bind", "/dev/null", f"{INSIDE_WORK}/{name}"]
     if lib is not None:
         args += ["--ro-bind", str(lib), INSIDE_LIB]
     if sockets is not None:
@@ -115,16 +148,17 @@ def bwrap_command(workdir: Path, lib: Path | None, command: list[str], *,
     path = f"{Path(inside_python()).parent}:/usr/bin:/bin"
     env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": INSIDE_LIB,
            "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
-           "OMP_NUM_THREADS": "1", "NBGRADER_EXECUTION": "autograde",
+           "OMP_NUM_THREADS": "1", "NBGRADER_EXECUTION": "autograde", "USER": "student", "LOGNAME": "student",
            "COURSE_PROBE_DIR": os.environ.get("COURSE_PROBE_DIR", ".course-probes")}
     args.append("--clearenv")
     for k, v in env.items():
         args += ["--setenv", k, v]
     if os.geteuid() == 0:
         # bwrap as root keeps CAP_SETUID/SETGID only so that setpriv can drop
-        # to `nobody` (and every capability) before the kernel starts.
+        # to the kernel's uid (and drop every capability) before the kernel starts.
+        uid = kernel_uid() if uid is None else uid
         args += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--", "timeout", "--signal=KILL", str(wall),
-                 "setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+                 "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                  "--bounding-set=-all", "--inh-caps=-all", "--"]
     else:
         args += ["--unshare-user", "--", "timeout", "--signal=KILL", str(wall)]
@@ -136,15 +170,15 @@ def _limits() -> None:
                          (resource.RLIMIT_FSIZE, FILE_BYTES), (resource.RLIMIT_NOFILE, OPEN_FILES),
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
-    if os.geteuid() == 0:  # counted per real user: only meaningful for `nobody`
+    if os.geteuid() == 0:  # counted per real user: only meaningful for the kernel's own uid
         resource.setrlimit(resource.RLIMIT_NPROC, (PROCESSES, PROCESSES))
 
 
-def _give_to_sandbox_user(folder: Path) -> None:
-    """Let `nobody` write the submission's folder (grader running as root)."""
+def _give_to(uid: int, folder: Path) -> None:
+    """Let the kernel's user write the submission's folder (grader running as root)."""
     for root, dirs, files in os.walk(folder):
         for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-            os.lchown(name, SANDBOX_UID, SANDBOX_UID)
+            os.lchown(name, uid, uid)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -157,11 +191,13 @@ def main(argv: list[str] | None = None) -> None:
     info = json.loads(args.connection_file.read_text())
     if info.get("transport") != "ipc" or not os.path.isabs(info.get("ip", "")):
         sys.exit("the sandbox has no network: configure KernelManager.transport = 'ipc' "
-                 "and an absolute KernelManager.ip")
+                 "and GuardedExecute.socket_dir (an absolute path)")
     workdir = Path.cwd()
+    sockets = Path(info["ip"]).parent  # the kernel's own folder (GuardedExecute.socket_dir)
+    uid = kernel_uid()
     if os.geteuid() == 0:
-        _give_to_sandbox_user(workdir)
-    sockets = Path(info["ip"]).parent
+        _give_to(uid, workdir)
+        os.chown(sockets, uid, uid)
     inside = dict(info, ip=f"{INSIDE_SOCKETS}/{Path(info['ip']).name}")  # same files, seen from inside
     read_fd, write_fd = os.pipe()
     os.write(write_fd, json.dumps(inside).encode())
@@ -169,7 +205,9 @@ def main(argv: list[str] | None = None) -> None:
     os.set_inheritable(read_fd, True)
     kernel = [inside_python(), "-m", "ipykernel_launcher", "-f", INSIDE_CONNECTION,
               "--HistoryManager.hist_file=:memory:"]
-    command = bwrap_command(workdir, args.lib, kernel, sockets=sockets, wall=args.wall, connection_fd=read_fd)
+    notebooks = [p.name for p in workdir.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
+    command = bwrap_command(workdir, args.lib, kernel, sockets=sockets, wall=args.wall, uid=uid,
+                            connection_fd=read_fd, hidden=notebooks)
     _limits()
     os.execvp(command[0], command)
 

@@ -1,0 +1,1 @@
+"""Hostile submissions for chapter 00_introduction: see `cases`."""

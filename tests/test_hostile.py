@@ -1,0 +1,228 @@
+"""The hostile-submission suite: the real grader, the real sandbox.
+
+Every case of `hostile.cases` (attacks, broken notebooks, runaway kernels,
+plus honest students) is one student of ONE batch, graded by ONE
+``python -m autograder grade`` run with short limits; each test then checks
+one property of the result. Re-running and killing-then-re-running work on
+a copy of that batch's output.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox
+from autograder.grade import is_finished
+from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, WALL_TIMEOUT, Paths, write_batch
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile"), pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root: only then does each kernel get a uid and a process limit of its own "
+                              "(the batch holds a fork bomb)")]
+CANARY = "nothing may write here\n"
+REFERENCE_LINE = "return x @ W + b"  # the solution's answer line
+
+
+@dataclass
+class Batch:
+    submissions: Path
+    paths: Paths
+    rows: dict[str, dict]
+    stdout: str
+
+
+def run_grade(submissions: Path, out: Path, *extra: str, env: dict | None = None,
+              check: bool = True) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+               "--cell-timeout", str(CELL_TIMEOUT), "--wall-timeout", str(WALL_TIMEOUT), *extra]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
+    if check:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def read_rows(out: Path) -> dict[str, dict]:
+    with open(out / "grades.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len({r["student_id"] for r in rows}), "a student has two rows"
+    return {r["student_id"]: r for r in rows}
+
+
+def kernel_processes(out: Path) -> list[str]:
+    """Sandboxed processes (a sandbox uid) whose mounts come from `out`."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            status = (proc / "status").read_text()
+            uid = int(next(ln for ln in status.splitlines() if ln.startswith("Uid:")).split()[1])
+            if uid in sandbox.UID_RANGE and str(out) in (proc / "mountinfo").read_text():
+                found.append(f"{proc.name}: {(proc / 'cmdline').read_bytes()[:80]!r}")
+        except (OSError, StopIteration):
+            continue  # gone meanwhile
+    return found
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory) -> Batch:
+    base = tmp_path_factory.mktemp("hostile")
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # a live port the sandbox must not reach
+        paths = Paths(out=base / "out", canary=base / "canary.txt", port=listener.getsockname()[1])
+        paths.canary.write_text(CANARY)
+        write_batch(base / "submitted", paths)
+        start = time.monotonic()
+        proc = run_grade(base / "submitted", paths.out)
+        print(f"\nhostile batch: {len(CASES)} submissions graded in {time.monotonic() - start:.0f} s")
+    return Batch(base / "submitted", paths, read_rows(paths.out), proc.stdout)
+
+
+def status_note(batch: Batch, student: str) -> dict:
+    return json.loads((batch.paths.course / "status" / f"{student}--{CH.id}.json").read_text())
+
+
+# ----------------------------------------------------------- every case ---
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.student)
+def test_case_gets_its_exact_grade_and_status(batch, case):
+    row = batch.rows[case.student]
+    assert (float(row["score"]), row["status"]) == (case.score, case.status)
+    assert float(row["max_score"]) == 2.0
+
+
+def test_every_student_has_exactly_one_row(batch):
+    assert sorted(batch.rows) == sorted(c.student for c in CASES)
+
+
+# --------------------------------------------------------------- sandbox ---
+
+def test_isolation_probe_reached_nothing(batch):
+    course = batch.paths.course
+    findings = json.loads((batch.paths.autograded("x-isolation-probe") / "findings.json").read_text())
+    for target in (course / ".grading-secret", course / "gradebook.db", CH.solution, CH.reference_module,
+                   batch.paths.autograded(HONEST) / f"{CH.id}.ipynb"):
+        assert target.exists(), f"{target} must exist for its 'denied' to mean something"
+    allowed = {"write own folder", "write /tmp"}
+    for label, seen in findings.items():
+        if label in allowed:
+            assert seen.startswith("allowed"), (label, seen)
+        elif label.split()[0] in {"read", "list", "write", "import", "connect", "resolve", "signal", "file", "fill"}:
+            assert seen.startswith("denied"), (label, seen)
+    assert findings["uid"] in sandbox.UID_RANGE
+    assert findings["processes"] < 10, "the kernel sees processes outside its sandbox"
+    assert findings["limits"] == {"AS": sandbox.MEMORY_BYTES, "CPU": sandbox.CPU_SECONDS, "FSIZE": sandbox.FILE_BYTES,
+                                  "NPROC": sandbox.PROCESSES, "NOFILE": sandbox.OPEN_FILES}
+    assert not (course / "autograded" / HONEST / CH.id / "planted.txt").exists()
+
+
+def test_no_kernel_outlives_grading(batch):
+    assert kernel_processes(batch.paths.out) == []
+
+
+def test_process_and_memory_limits_held(batch):
+    processes = int((batch.paths.autograded("fork-bomb") / "processes.txt").read_text())
+    assert processes <= sandbox.PROCESSES + 2  # + bwrap's init and timeout, which run as root
+    allocated = int((batch.paths.autograded("memory-bomb") / "allocated.txt").read_text())
+    assert 0 < allocated < sandbox.MEMORY_BYTES
+
+
+def test_grader_memory_stays_bounded_under_a_flood(batch):
+    note = status_note(batch, "output-flood")
+    assert note["output_truncated"]
+    assert note["grader_peak_rss_mb"] < 1500, note
+
+
+def test_nothing_escapes_through_links(batch):
+    assert batch.paths.canary.read_text() == CANARY
+    for folder, dirs, files in os.walk(batch.paths.course / "autograded"):
+        for name in dirs + files:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+            assert stat.S_ISDIR(mode) or stat.S_ISREG(mode), os.path.join(folder, name)
+
+
+# -------------------------------------------------------------- feedback ---
+
+def test_feedback_shows_no_hidden_tests_and_no_one_elses_answers(batch):
+    for student, row in batch.rows.items():
+        folder = batch.paths.out / "feedback" / student / CH.id
+        if not row["status"].startswith("graded"):
+            assert not folder.exists()
+            continue
+        assert sorted(p.name for p in folder.iterdir()) == [f"{CH.id}.html"], student
+        html = (folder / f"{CH.id}.html").read_text()
+        assert "hidden=True" not in html and "BEGIN HIDDEN" not in html, student
+        submitted = (batch.paths.course / "submitted" / student / CH.id / f"{CH.id}.ipynb").read_text()
+        if REFERENCE_LINE not in submitted:
+            assert REFERENCE_LINE not in html, f"{student}'s feedback shows the reference answer"
+
+
+def test_echoed_hidden_tests_are_removed(batch):
+    html = (batch.paths.out / "feedback" / "x-echo-hidden-tests" / CH.id / f"{CH.id}.html").read_text()
+    assert "output removed by the grader" in html
+
+
+# ------------------------------------------------- re-runs and refusals ---
+
+def test_running_twice_changes_nothing(batch, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(batch.paths.out, out)
+    before = {name: (out / name).read_bytes() for name in ("grades.csv", "exercises.csv")}
+    proc = run_grade(batch.submissions, out)
+    graded = sum(r["status"].startswith("graded") for r in batch.rows.values())
+    assert f"0 notebook(s) run, {graded} unchanged" in proc.stdout
+    assert {name: (out / name).read_bytes() for name in before} == before
+
+
+def test_killed_half_way_then_rerun_finishes_with_every_grade_right(batch, tmp_path):
+    out, subs = tmp_path / "out", tmp_path / "submitted"
+    shutil.copytree(batch.paths.out, out)
+    shutil.copytree(batch.submissions, subs)
+    nb = f"{CH.id}/{CH.id}.ipynb"
+    swap = {HONEST: "a-honest-wrong", "a-honest-wrong": HONEST, "honest-partial": HONEST}
+    for student, like in swap.items():
+        shutil.copy(batch.submissions / like / nb, subs / student / nb)
+
+    command = [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
+               "--cell-timeout", str(CELL_TIMEOUT), "--wall-timeout", str(WALL_TIMEOUT)]
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    graded = out / "nbgrader" / "autograded" / HONEST / nb
+    deadline = time.monotonic() + 300
+    while not (graded.exists() and is_finished(graded)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert is_finished(graded), "the first student was not graded in time"
+    time.sleep(1)
+    assert kernel_processes(out) == [], "a kernel outlived its killed grader"
+
+    run_grade(subs, out)
+    rows = read_rows(out)
+    expected = {s: dict(r) for s, r in batch.rows.items()}
+    for student, like in swap.items():
+        expected[student]["score"] = batch.rows[like]["score"]
+    assert rows == expected
+    with sqlite3.connect(out / "nbgrader" / "gradebook.db") as db:
+        per_student = db.execute("SELECT student_id, count(*) FROM submitted_assignment GROUP BY student_id").fetchall()
+        grades = db.execute("SELECT count(*) FROM grade").fetchone()[0]
+    assert all(n == 1 for _, n in per_student)
+    assert grades == len(per_student)  # one test cell each, counted once
+
+
+def test_grade_refuses_to_run_without_a_sandbox(tmp_path):
+    (tmp_path / "submitted").mkdir()
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent))  # no bwrap on PATH
+    refused = run_grade(tmp_path / "submitted", tmp_path / "out", env=env, check=False)
+    assert refused.returncode != 0
+    assert "cannot grade safely" in refused.stderr and "--unsafe-no-sandbox" in refused.stderr
+    run_grade(tmp_path / "submitted", tmp_path / "out", "--unsafe-no-sandbox", env=env)
