@@ -5,6 +5,8 @@ should. One `grade` run per chapter grades all of that chapter's notebooks."""
 from __future__ import annotations
 
 import csv
+import fcntl
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +20,8 @@ from submissions import mutated, solution_sources, solved, student_notebook, wri
 
 CHAPTERS = all_chapters()
 MUTANTS = [(ch, m) for ch in CHAPTERS for m in mutants_for(ch.topic)]
-# With pytest-xdist (`make test` runs two workers), all tests of one chapter go
-# to the same worker, so each chapter is graded once.
+# With pytest-xdist (`make test` runs two workers), the tests of one chapter
+# prefer one worker; `graded` makes sure each chapter is graded once anyway.
 GRADED = [pytest.param(ch, marks=pytest.mark.xdist_group(ch.id), id=ch.id) for ch in CHAPTERS]
 GRADED_MUTANTS = [pytest.param(ch, m, marks=pytest.mark.xdist_group(ch.id), id=f"{ch.id}-{m.name}")
                   for ch, m in MUTANTS]
@@ -32,24 +34,37 @@ def _slug(name: str) -> str:
 
 def graded(ch, tmp_path_factory) -> tuple[dict, dict]:
     """Grade the chapter's solution, stub and mutants once; return
-    ({student: grades.csv row}, {(student, grade_id): score})."""
+    ({student: grades.csv row}, {(student, grade_id): score}).
+
+    Under pytest-xdist the first worker to need a chapter grades it, in a
+    folder all workers share, while the others wait on a lock."""
     if ch.id not in _results:
-        base = tmp_path_factory.mktemp(ch.id)
-        subs = base / "submitted"
-        write(solved(ch), subs, "solution", ch)
-        write(nbformat.read(ch.student, as_version=4), subs, "stub", ch)
-        importer = {gid: f"from course.reference.{ch.topic} import *" for gid in solution_sources(ch)}
-        write(student_notebook(ch, importer), subs, "imports-reference", ch)
-        for m in mutants_for(ch.topic):
-            write(mutated(ch, m), subs, _slug(m.name), ch)
-        subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(base / "out")],
-                       check=True)
+        shared = tmp_path_factory.getbasetemp()
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            shared = shared.parent  # this session's folder, common to all workers
+        base = shared / f"graded-{ch.id}"
+        with open(shared / f"graded-{ch.id}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (base / "out" / "exercises.csv").exists():
+                _grade_chapter(ch, base)
         with open(base / "out" / "grades.csv") as f:
             rows = {r["student_id"]: r for r in csv.DictReader(f)}
         with open(base / "out" / "exercises.csv") as f:
             cells = {(r["student_id"], r["grade_id"]): float(r["score"]) for r in csv.DictReader(f)}
         _results[ch.id] = rows, cells
     return _results[ch.id]
+
+
+def _grade_chapter(ch, base: Path) -> None:
+    subs = base / "submitted"
+    write(solved(ch), subs, "solution", ch)
+    write(nbformat.read(ch.student, as_version=4), subs, "stub", ch)
+    importer = {gid: f"from course.reference.{ch.topic} import *" for gid in solution_sources(ch)}
+    write(student_notebook(ch, importer), subs, "imports-reference", ch)
+    for m in mutants_for(ch.topic):
+        write(mutated(ch, m), subs, _slug(m.name), ch)
+    subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(base / "out")],
+                   check=True)
 
 
 @pytest.mark.slow
