@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import torch
 
 from .plain import Raised, decode, encode, raised, to_plain
 
@@ -95,15 +96,13 @@ class Check:
 
     def make_cases(self, hidden: bool, seed: int | None = None) -> list[Case]:
         rng = np.random.default_rng(_case_seed(self.name, hidden, seed))
-        import torch  # cases may draw torch tensors too: seed both
+        # cases may draw torch tensors too: seed both
         torch.manual_seed(_case_seed(self.name, hidden, seed) % 2**63)
         return self.cases(rng, hidden)
 
 
-def randn(rng: np.random.Generator, *shape: int) -> "torch.Tensor":
+def randn(rng: np.random.Generator, *shape: int) -> torch.Tensor:
     """A float32 tensor of standard normal values drawn from `rng`."""
-    import torch
-
     return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
 
 

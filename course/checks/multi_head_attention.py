@@ -251,7 +251,7 @@ def _mha64(case: Case, mistake: str | None = None):
     elif cfg["call"] == "key only":
         value = key
     x_q, x_k, x_v = query.double(), key.double(), value.double()
-    b, n_q, n_k = x_q.shape[0], x_q.shape[1], x_k.shape[1]
+    b, n_q = x_q.shape[0], x_q.shape[1]
 
     def bias(name):
         t = p[name + ".bias"]
