@@ -10,9 +10,14 @@ as `make book` and CI do), then checks on the result:
   until MathJax has typeset and the widgets have rendered, saves a full-page
   screenshot (and one of the first widget) to ``_build/screenshots/`` and asserts, in the live DOM, that
   math became ``mjx-container`` elements (no TeX errors), that every embedded
-  widget view was drawn, that an explorer's slider switches its figure
-  (jslink, in the browser), and that the page asked for nothing but
-  127.0.0.1.
+  widget view was drawn, that every explorer (pages whose notebook shows
+  one must have it) has a slider handle that moves when pressed and
+  switches its figure (jslink, in the browser), and that the page asked
+  for nothing but 127.0.0.1.
+
+Page tests are named by file with '-' for '_' (``[04-attention]``), so that
+``pytest -k 04_attention`` selects a chapter's tests without building the
+book; ``pytest tests/test_book.py -k 04-attention`` renders one page.
 
 Chromium is driven through the DevTools protocol over a pipe
 (``--remote-debugging-pipe``: JSON messages ending in NUL on fds 3 and 4),
@@ -348,30 +353,45 @@ PAGE_STATE_JS = r"""(() => {
   };
 })()"""
 
-# Press → on the first explorer slider; report whether its figure changed
-# (images are compared by their pixels, not their blob: URLs).
+# Every explorer on the page (a widget output holding sliders): press → on its
+# first slider's handle and report whether the handle moved and the explorer's
+# figure changed (images are compared by their pixels, not their blob: URLs).
+# An explorer whose slider has no handle is reported with handle: false.
 SLIDER_JS = r"""(async () => {
-  const handle = document.querySelector('.widget-slider .noUi-handle');
-  if (!handle) return null;
-  const area = handle.closest('.widget-subarea');
   const pixels = img => {
     const c = document.createElement('canvas');
     c.width = img.naturalWidth; c.height = img.naturalHeight;
     c.getContext('2d').drawImage(img, 0, 0);
     return c.toDataURL();
   };
-  const shown = () => Array.from(area.querySelectorAll('img, .widget-html-content, pre'))
-      .filter(e => e.offsetParent !== null && !e.closest('.widget-slider'))
-      .map(e => e.tagName === 'IMG' ? (e.complete ? pixels(e) : 'loading') : e.textContent).join('|');
-  const before = shown();
-  handle.focus();
-  handle.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', keyCode: 39, which: 39, bubbles: true}));
-  let after = shown();
-  for (let i = 0; i < 50 && (after === before || after.includes('loading')); i++) {
-    await new Promise(r => setTimeout(r, 100));
-    after = shown();
+  const areas = Array.from(document.querySelectorAll('.widget-subarea'))
+      .filter(a => a.querySelector('.widget-slider'));
+  const results = [];
+  for (const area of areas) {
+    const slider = area.querySelector('.widget-slider');
+    const label = slider.querySelector('.widget-label');
+    const handle = slider.querySelector('.noUi-handle');
+    const result = {slider: label ? label.textContent : '', handle: !!handle};
+    results.push(result);
+    if (!handle) continue;
+    const shown = () => Array.from(area.querySelectorAll('img, .widget-html-content, pre'))
+        .filter(e => e.offsetParent !== null && !e.closest('.widget-slider'))
+        .map(e => e.tagName === 'IMG' ? (e.complete ? pixels(e) : 'loading') : e.textContent).join('|');
+    const value = () => handle.getAttribute('aria-valuenow');
+    const before = shown(), valueBefore = value();
+    handle.focus();
+    result.focused = document.activeElement === handle;
+    handle.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', keyCode: 39, which: 39, bubbles: true}));
+    let after = shown();
+    for (let i = 0; i < 50 && (after === before || after.includes('loading')); i++) {
+      await new Promise(r => setTimeout(r, 100));
+      after = shown();
+    }
+    Object.assign(result, {value: [valueBefore, value()], moved: value() !== valueBefore,
+                           changed: after !== before, shownBefore: before.length,
+                           shownAfter: after.length});
   }
-  return {changed: after !== before, before: before.length, after: after.length};
+  return results;
 })()"""
 
 
@@ -390,7 +410,50 @@ def _local(url: str, base: str) -> bool:
     return url.startswith(base) or url.split(":", 1)[0] in {"data", "blob", "about"}
 
 
-@pytest.mark.parametrize("page", _toc_pages())
+def _page_id(page: str) -> str:
+    """A page's test id: its file name with '-' for '_' (04-attention), so that
+    ``pytest -k 04_attention``, which selects a chapter's tests, does not select
+    its page here and build the whole book. Chapter ids always hold a '_'."""
+    return Path(page).stem.replace("_", "-")
+
+
+def _explorers_in_source(page: str) -> int:
+    """How many explorers the page must show: the code cells of its notebook
+    whose output is an `explorer(...)` (cells whose output is removed don't count)."""
+    source = SOURCE / Path(page).with_suffix(".ipynb")
+    if not source.is_file():
+        return 0
+    cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
+    hidden = {"remove-cell", "remove-output"}
+    return sum(1 for c in cells if c["cell_type"] == "code"
+               and not hidden & set(c.get("metadata", {}).get("tags", []))
+               and re.search(r"^[^#\n]*\bexplorer\(", "".join(c["source"]), re.M))
+
+
+def test_the_book_has_explorers():
+    """Some pages must show explorers, so a book in which no slider renders anywhere fails
+    test_page_renders_offline instead of passing for want of sliders to press."""
+    pages = {p: n for p in _toc_pages() if (n := _explorers_in_source(p))}
+    assert pages, "no page of _toc.yml shows an explorer(...): the slider checks would test nothing"
+
+
+def _explorer_problems(page: str, expected: int, explorers: list[dict]) -> list[str]:
+    """What is wrong with the explorers SLIDER_JS found on a page that must show `expected`."""
+    problems = []
+    if len(explorers) < expected:
+        problems.append(f"{page}: its notebook shows {expected} explorer(s), the page has "
+                        f"{len(explorers)} with a slider")
+    for e in explorers:
+        if not e["handle"]:
+            problems.append(f"{page}: an explorer's slider has no handle to press: {e}")
+        elif not e["moved"]:
+            problems.append(f"{page}: pressing → did not move an explorer's slider: {e}")
+        elif not e["changed"]:
+            problems.append(f"{page}: moving an explorer's slider did not change its figure: {e}")
+    return problems
+
+
+@pytest.mark.parametrize("page", _toc_pages(), ids=_page_id)
 def test_page_renders_offline(page, built, server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.goto(server + page)
@@ -407,10 +470,41 @@ def test_page_renders_offline(page, built, server, browser):
         assert state["widgetsDrawn"] == state["widgetViews"], f"widgets not drawn on {page}: {state}"
         assert not state["widgetErrors"], f"widget errors on {page}: {state['widgetErrors']}"
         browser.screenshot_element(".widget-subarea", SHOTS / f"{name}__widget.png")
-        if state["sliders"]:
-            moved = browser.eval(SLIDER_JS)
-            assert moved is None or moved["changed"], (
-                f"moving the first slider on {page} did not change its figure: {moved}")
+
+    # Every explorer must respond to its slider; a page whose notebook shows explorers must
+    # have them, with sliders (a page with none rendered fails here, it does not pass).
+    problems = _explorer_problems(page, _explorers_in_source(page), browser.eval(SLIDER_JS))
+    assert not problems, "\n".join(problems) + f"\npage state: {state}"
 
     foreign = [u for u in browser.requests() if not _local(u, server)]
     assert not foreign, f"{page} requested other hosts: {foreign}"
+
+
+# Ways to break a page's explorers in the browser, each of which the checks above must report.
+BREAKAGES = {
+    "no slider rendered": ("document.querySelectorAll('.widget-slider').forEach(e => e.remove())",
+                           "with a slider"),
+    "no handle": ("document.querySelectorAll('.noUi-handle').forEach(e => e.remove())",
+                  "has no handle to press"),
+    "keys never reach the handle": (
+        "document.querySelectorAll('.widget-subarea').forEach(a => a.addEventListener("
+        "'keydown', e => e.stopPropagation(), true))", "did not move"),
+    "the figure never changes": (  # every frame hidden, the ones the slider brings in too
+        "document.head.insertAdjacentHTML('beforeend', '<style>.widget-subarea img, "
+        ".widget-subarea .widget-html-content, .widget-subarea pre "
+        "{display: none !important}</style>')", "did not change its figure"),
+}
+
+
+def test_the_slider_check_can_fail(built, server, browser):
+    """The explorer checks of test_page_renders_offline fail on a page whose explorers are
+    broken in the browser: no slider, no handle, a handle that cannot be pressed, a figure
+    that does not follow its slider."""
+    page = next(p for p in _toc_pages() if _explorers_in_source(p))
+    for breakage, (js, message) in BREAKAGES.items():
+        browser.goto(server + page)
+        _wait_rendered(browser)
+        browser.eval(f"(() => {{ {js}; }})()")
+        problems = _explorer_problems(page, _explorers_in_source(page), browser.eval(SLIDER_JS))
+        assert any(message in p for p in problems), (
+            f"{page} with {breakage}: the checks found {problems or 'nothing wrong'}")
