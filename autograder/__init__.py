@@ -3,5 +3,12 @@
 - `release`: solutions/ -> chapters/ and course/reference/ (nbgrader generate_assignment)
 - `selfcheck`: a student's check of their notebook's visible tests
 - `collect`: LMS zip exports -> nbgrader's submitted/ layout
-- `grade`: autograde a class (nbgrader autograde, the `judge`, the `sandbox`)
+- `grade`: autograde a class. Its parts: `intake` (check and repair each
+  notebook), `course_folder` (nbgrader's course folder), `nbconfig` and
+  `nbgrader_commands` (nbgrader's configuration and commands), `execute`,
+  `sandbox` and `judge` (run a notebook, decide its verdicts), `limits`,
+  `secret` and `fingerprint` (what a grade depends on), `results` (the CSVs)
+
+Names shared with the student side (the sandboxed kernel) are in
+`course.protocol`.
 """

@@ -4,7 +4,8 @@
   check NOTEBOOK                     a student's self-check: run the visible tests, show the score
   collect ARCHIVE --chapter CH --into SUBMISSIONS
                                      unpack an LMS export (Canvas, Moodle, zip of folders) for grading
-  grade SUBMISSIONS --out OUT        autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
+  grade SUBMISSIONS --out OUT [--secret FILE]
+                                     autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from course.protocol import SECRET_ENV
+
 from .chapters import all_chapters, get_chapter
 from .sandbox import CELL_SECONDS, WALL_SECONDS
+from .secret import DEFAULT_SECRET
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,10 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="where grades.csv and feedback/ go")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run student code without the sandbox (only for code you trust)")
-    p.add_argument("--cell-timeout", type=int, default=CELL_SECONDS, metavar="SECONDS",
-                   help=f"interrupt a cell after this long (default {CELL_SECONDS})")
-    p.add_argument("--wall-timeout", type=int, default=WALL_SECONDS, metavar="SECONDS",
-                   help=f"kill a notebook's kernel after this long in all (default {WALL_SECONDS})")
+    p.add_argument("--secret", type=Path, metavar="FILE",
+                   help="the course's grading secret, which seeds hidden test cases; made if missing "
+                        f"(default: ${SECRET_ENV}, else ~/.config/{DEFAULT_SECRET})")
+    p.add_argument("--cell-timeout", type=int, metavar="SECONDS",
+                   help=f"interrupt a cell after this long (default: the chapter's own, else {CELL_SECONDS})")
+    p.add_argument("--wall-timeout", type=int, metavar="SECONDS",
+                   help=f"kill a notebook's kernel after this long in all (default: the chapter's own, "
+                        f"else {WALL_SECONDS})")
 
     args = parser.parse_args(argv)
     if args.command == "release":
@@ -59,13 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         found = collect(args.archive, args.chapter, args.into)
         print(f"collected {len(found)} notebook(s) into {args.into}")
     elif args.command == "grade":
-        from .grade import Limits, grade
+        from .grade import grade
         if not args.submissions.is_dir():
             parser.error(f"no such folder: {args.submissions}")
-        if min(args.cell_timeout, args.wall_timeout) < 1:
+        if any(t is not None and t < 1 for t in (args.cell_timeout, args.wall_timeout)):
             parser.error("timeouts must be at least 1 second")
-        rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox,
-                     limits=Limits(args.cell_timeout, args.wall_timeout))
+        rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox, secret=args.secret,
+                     cell_seconds=args.cell_timeout, wall_seconds=args.wall_timeout)
         print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows)")
     return 0
 

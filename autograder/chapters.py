@@ -17,7 +17,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
-REFERENCE = ROOT / "course" / "reference"
+COURSE = ROOT / "course"
+REFERENCE = COURSE / "reference"
 CHAPTER_ID = re.compile(r"^(\d\d)_([a-z][a-z0-9_]*)$")
 
 
@@ -58,6 +59,15 @@ def get_chapter(chapter_id: str) -> Chapter:
             return ch
     known = ", ".join(c.id for c in all_chapters())
     raise SystemExit(f"unknown chapter {chapter_id!r} (known: {known})")
+
+
+def course_files(ch: Chapter) -> list[Path]:
+    """The files of the `course` package that a chapter's graded notebooks
+    see: all of it (checks, protocol, helpers) but the reference modules of
+    this chapter and later ones."""
+    hidden = {c.reference_module for c in all_chapters() if c.number >= ch.number}
+    return sorted(p for p in COURSE.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p not in hidden)
 
 
 def repository_url() -> str:

@@ -22,7 +22,7 @@ import re
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from .grade import MAX_NOTEBOOK_BYTES, STUDENT_ID
+from .intake import MAX_NOTEBOOK_BYTES, STUDENT_ID
 
 CANVAS = re.compile(r"^[^/_]+_(?:late_)?(\d+)_\d+_.+\.ipynb$", re.I)
 MOODLE = re.compile(r"^.+_(\d+)_assignsubmission_file_?$")

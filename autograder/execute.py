@@ -42,13 +42,15 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 
+from course.protocol import status_name
+
 #: folders the kernel nests deeper than this are deleted after it ran
 MAX_DEPTH = 16
 
 
 def status_path(status_dir: str | Path, student: str, assignment: str) -> Path:
     """Where `GuardedExecute` notes what happened while a notebook ran."""
-    return Path(status_dir) / f"{student}--{assignment}.json"
+    return Path(status_dir) / status_name(student, assignment)
 
 
 def reclaim_folder(folder: Path) -> int:

@@ -13,7 +13,8 @@ process, which can forge them. The course's pipeline changes that:
    (restored by nbgrader's OverwriteCells), recomputes the cases and the
    expected answers, and **replaces** the cell's outputs with its own verdict:
    a plain text report, plus the partial score when some checks failed, or an
-   error when all did. `SaveAutoGrades` then scores those outputs as usual.
+   error when all did (`cell_verdict`, which the self-check reuses).
+   `SaveAutoGrades` then scores those outputs as usual.
 
 Whatever the kernel printed, raised or patched in a test cell is discarded.
 Records are read without following links, and an output of any other cell
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import os
 import shutil
 import stat
@@ -36,9 +38,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
 from course.checks import framework
+from course.protocol import HIDDEN_BEGIN, HIDDEN_END, PROBE_DIRNAME, PROBE_SEED_FILE, cell_score, record_name
 
-PROBE_DIRNAME = ".course-probes"
-HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 ECHO_REMOVED = NotebookNode(output_type="stream", name="stdout",
                             text="[output removed by the grader: it showed hidden test code]\n")
@@ -60,7 +61,7 @@ def checks_in_source(source: str) -> list[tuple[str, bool]]:
     return found
 
 
-def _read_record(probe: Path, name: str) -> str | None:
+def _read_record(probe: Path, filename: str) -> str | None:
     """Read a recorded result without following links or blocking on FIFOs."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
@@ -68,7 +69,7 @@ def _read_record(probe: Path, name: str) -> str | None:
     except OSError:
         return None
     try:
-        fd = os.open(name, flags, dir_fd=folder)
+        fd = os.open(filename, flags, dir_fd=folder)
     except OSError:
         return None
     finally:
@@ -117,7 +118,7 @@ class PrepareProbes(NbGraderPreprocessor):
         probe.mkdir()
         info = resources["nbgrader"]
         seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
-        (probe / framework.PROBE_SEED_FILE).write_text(str(seed))
+        (probe / PROBE_SEED_FILE).write_text(str(seed))
         return nb, resources
 
 
@@ -138,38 +139,53 @@ class JudgeChecks(NbGraderPreprocessor):
         secret_lines: set[str] = set()
         for cell in nb.cells:
             if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
-                cell.outputs = self._verdict(cell, probe, seed)
+                cell.outputs = cell_verdict(cell.source, float(cell.metadata.nbgrader["points"]), probe, seed,
+                                            self.log)
                 secret_lines |= hidden_lines(cell.source)
         for cell in nb.cells:
             if cell.cell_type == "code" and not utils.is_grade(cell):
                 cell.outputs = [ECHO_REMOVED if _shows_any(out, secret_lines) else out for out in cell.outputs]
         return nb, resources
 
-    def _verdict(self, cell: NotebookNode, probe: Path, seed: int) -> list[NotebookNode]:
-        points = float(cell.metadata.nbgrader["points"])
-        calls = checks_in_source(cell.source)
-        if not calls:
-            verdicts = [(False, "✗ this test cell calls no check(...): it cannot be graded.")]
-        else:
-            verdicts = [self._judge(name, hidden, seed, probe) for name, hidden in calls]
-        passed = sum(ok for ok, _ in verdicts)
-        report = "\n".join(text for _, text in verdicts) + "\n"
-        outputs = [NotebookNode(output_type="stream", name="stdout", text=report)]
-        if passed == len(verdicts):
-            return outputs
-        if passed == 0:
-            outputs.append(NotebookNode(output_type="error", ename="CheckFailed",
-                                        evalue="no check in this cell passed", traceback=[]))
-            return outputs
-        score = round(points * passed / len(verdicts), 2)
+
+def cell_verdict(source: str, points: float, probe: Path, seed: int | None,
+                 log: logging.Logger | None = None) -> list[NotebookNode]:
+    """The outputs a test cell gets: the verdict on every check it calls.
+
+    `source` is the cell's instructor source, `points` what it is worth,
+    `probe` the folder the kernel recorded results in, and `seed` the hidden
+    cases' seed (None: the fixed stand-in a student's own run uses). The
+    outputs are a plain text report, then, when some checks failed, the
+    partial score (`cell_score`) as the cell's result, or an error when
+    none passed: what nbgrader's own scoring reads.
+    """
+    try:
+        calls = checks_in_source(source)
+    except SyntaxError:
+        calls = []
+    log = log or logging.getLogger(__name__)
+    verdicts = [_judge(name, hidden, seed, probe, log) for name, hidden in calls]
+    if not verdicts:
+        verdicts = [(False, "✗ this test cell calls no check(...): it cannot be graded.")]
+    passed = sum(ok for ok, _ in verdicts)
+    report = "\n".join(text for _, text in verdicts) + "\n"
+    outputs = [NotebookNode(output_type="stream", name="stdout", text=report)]
+    if passed == len(verdicts):
+        return outputs
+    score = cell_score(points, passed, len(verdicts))
+    if score:
         outputs.append(NotebookNode(output_type="execute_result", execution_count=None, metadata={},
                                     data={"text/plain": repr(score)}))
-        return outputs
+    else:
+        outputs.append(NotebookNode(output_type="error", ename="CheckFailed",
+                                    evalue="no check in this cell passed", traceback=[]))
+    return outputs
 
-    def _judge(self, name: str, hidden: bool, seed: int, probe: Path) -> tuple[bool, str]:
-        record = _read_record(probe, framework.record_path(probe, name, hidden).name)
-        try:
-            return framework.judge_record(name, hidden, seed if hidden else None, record)
-        except Exception:  # a bug in the course's own check must not stop the batch
-            self.log.exception("check %s failed inside the judge", name)
-            return False, f"✗ {name}: the grader could not evaluate this check (tell your instructor)."
+
+def _judge(name: str, hidden: bool, seed: int | None, probe: Path, log: logging.Logger) -> tuple[bool, str]:
+    record = _read_record(probe, record_name(name, hidden))
+    try:
+        return framework.judge_record(name, hidden, seed if hidden else None, record)
+    except Exception:  # a bug in the course's own check must not stop the batch
+        log.exception("check %s failed inside the judge", name)
+        return False, f"✗ {name}: the grader could not evaluate this check (tell your instructor)."

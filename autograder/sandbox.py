@@ -2,7 +2,9 @@
 
 nbgrader starts kernels from a kernelspec; the grader's kernelspec runs
 ``python -m autograder.sandbox --lib LIB CONNECTION_FILE``, which execs
-bubblewrap (``bwrap``) around an ordinary ipykernel. Inside the sandbox:
+bubblewrap (``bwrap``) around an ordinary ipykernel (``--wall`` and
+``--memory`` set a chapter's own limits: see `autograder.limits`). Inside
+the sandbox:
 
 * the only writable places are the submission's own folder (mounted at
   /submission, the kernel's working directory), a private, size-capped
@@ -18,8 +20,9 @@ bubblewrap (``bwrap``) around an ordinary ipykernel. Inside the sandbox:
 * when the grader runs as root, the kernel runs as an unprivileged uid of
   its own (a fresh one per kernel), so the limit on processes holds (it
   does not for root) and counts that kernel's processes only;
-* resource limits: CPU time, address space, file size, processes, open
-  files, and a wall-clock cap after which the kernel is killed.
+* resource limits: CPU time (the larger of `CPU_SECONDS` and the wall
+  clock), address space, file size, processes, open files, and a
+  wall-clock cap after which the kernel is killed.
 
 The kernel's connection file is handed in through a pipe (``--ro-bind-data``)
 so the sandbox never sees the grader's runtime folder. The IPC sockets live
@@ -45,18 +48,20 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from course.protocol import PROBE_DIR_ENV, PROBE_DIRNAME
+
 #: when the grader is root, each kernel runs as a uid of its own from this
 #: range, in no /etc/passwd: the process limit then counts that kernel's
 #: processes only, and no two kernels (or grade runs) can signal each other
 UID_RANGE = range(2_000_000_000, 2_100_000_000)
 CPU_SECONDS = 600
-MEMORY_BYTES = 6 * 1024**3  # address space; torch alone maps ~1-2 GiB
+MEMORY_BYTES = 6 * 1024**3  # address space, by default; torch alone maps ~1-2 GiB
 FILE_BYTES = 64 * 1024**2
 TMP_BYTES = 256 * 1024**2  # /tmp is memory: cap it
 PROCESSES = 64  # threads count too; a kernel uses about ten
 OPEN_FILES = 1024
-WALL_SECONDS = 600
-CELL_SECONDS = 60  # nbgrader interrupts a cell after this long
+WALL_SECONDS = 600  # by default
+CELL_SECONDS = 60  # by default, nbgrader interrupts a cell after this long
 INSIDE_LIB = "/opt/course-lib"
 INSIDE_WORK = "/submission"
 INSIDE_CONNECTION = "/run/kernel.json"
@@ -149,7 +154,7 @@ def bwrap_command(workdir: Path, lib: Path | None, command: list[str], *, socket
     env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": INSIDE_LIB,
            "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
            "OMP_NUM_THREADS": "1", "NBGRADER_EXECUTION": "autograde", "USER": "student", "LOGNAME": "student",
-           "COURSE_PROBE_DIR": os.environ.get("COURSE_PROBE_DIR", ".course-probes")}
+           PROBE_DIR_ENV: PROBE_DIRNAME}  # relative: the kernel runs in the notebook's folder
     args.append("--clearenv")
     for k, v in env.items():
         args += ["--setenv", k, v]
@@ -165,8 +170,8 @@ def bwrap_command(workdir: Path, lib: Path | None, command: list[str], *, socket
     return args + command
 
 
-def _limits() -> None:
-    for limit, value in ((resource.RLIMIT_CPU, CPU_SECONDS), (resource.RLIMIT_AS, MEMORY_BYTES),
+def _limits(memory_bytes: int = MEMORY_BYTES, cpu_seconds: int = CPU_SECONDS) -> None:
+    for limit, value in ((resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_AS, memory_bytes),
                          (resource.RLIMIT_FSIZE, FILE_BYTES), (resource.RLIMIT_NOFILE, OPEN_FILES),
                          (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
@@ -185,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="start an ipykernel inside the grading sandbox")
     parser.add_argument("--lib", type=Path, required=True, help="the course package copy to expose")
     parser.add_argument("--wall", type=int, default=WALL_SECONDS, help="kill the kernel after this many seconds")
+    parser.add_argument("--memory", type=int, default=MEMORY_BYTES, help="address space of each process, in bytes")
     parser.add_argument("connection_file", type=Path)
     args = parser.parse_args(argv)
 
@@ -208,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     notebooks = [p.name for p in workdir.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
     command = bwrap_command(workdir, args.lib, kernel, sockets=sockets, wall=args.wall, uid=uid,
                             connection_fd=read_fd, hidden=notebooks)
-    _limits()
+    _limits(args.memory, max(CPU_SECONDS, args.wall))
     os.execvp(command[0], command)
 
 

@@ -4,6 +4,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 from autograder.collect import collect
 
@@ -33,19 +34,28 @@ def test_canvas_moodle_and_folder_layouts(tmp_path):
     assert (tmp_path / "subs" / "2002" / "01_tokenizing" / "01_tokenizing.ipynb").is_file()
 
 
-def test_hostile_archive_cannot_escape_or_link(tmp_path):
+def test_hostile_archive_cannot_escape_or_link(tmp_path, monkeypatch):
+    """Every escape the archive tries would land inside tmp_path, where the
+    test looks: `into` and the working directory are nested deep enough
+    that "../.." stays inside, and the absolute member points into it."""
+    into, cwd = tmp_path / "a" / "b" / "subs", tmp_path / "c" / "d" / "e"
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    absolute = tmp_path / "abs" / "01_tokenizing" / "y.ipynb"
     archive = tmp_path / "evil.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("../../escaped/01_tokenizing/x.ipynb", NB)
-        zf.writestr("/abs/01_tokenizing/y.ipynb", NB)
+        zf.writestr(str(absolute), NB)
         link = zipfile.ZipInfo("mallory/01_tokenizing/01_tokenizing.ipynb")
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         zf.writestr(link, "/etc/passwd")
-    found = collect(archive, "01_tokenizing", tmp_path / "subs")
-    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.ipynb"))
-    assert all(p.parts[0] == "subs" for p in written), written
-    assert "mallory" not in found
-    assert not (tmp_path.parent / "escaped").exists()
+    found = collect(archive, "01_tokenizing", into)
+    everything = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file() or p.is_symlink())
+    assert everything == [Path("a/b/subs/abs/01_tokenizing/01_tokenizing.ipynb"),
+                          Path("a/b/subs/escaped/01_tokenizing/01_tokenizing.ipynb"),
+                          Path("evil.zip")], everything
+    assert sorted(found) == ["abs", "escaped"]
+    assert all(f.read_bytes() == NB for f in into.rglob("*.ipynb"))
 
 
 def test_cli_rejects_unknown_chapter(tmp_path):

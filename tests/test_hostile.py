@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from autograder.grade import is_finished
+from autograder.course_folder import is_finished
+from course.protocol import STATUS_DIR, status_name
 from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, WALL_TIMEOUT, Paths, write_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile"), pytest.mark.skipif(
@@ -34,6 +35,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile"), pytest.mark.
                               "(the batch holds a fork bomb)")]
 CANARY = "nothing may write here\n"
 REFERENCE_LINE = "return x @ W + b"  # the solution's answer line
+#: the isolation probe's findings that are not attempts, and the attempts the sandbox allows
+PROBE_FACTS = {"uid", "processes", "limits"}
+PROBE_ALLOWED = {"write own folder", "write /tmp"}
 
 
 @dataclass
@@ -44,10 +48,17 @@ class Batch:
     stdout: str
 
 
+def grade_command(submissions: Path, out: Path) -> list[str]:
+    """`grade` with the batch's short limits, and the grading secret kept in
+    the course folder, where the attacks in `hostile.cases` look for it."""
+    return [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+            "--secret", str(out / "nbgrader" / ".grading-secret"),
+            "--cell-timeout", str(CELL_TIMEOUT), "--wall-timeout", str(WALL_TIMEOUT)]
+
+
 def run_grade(submissions: Path, out: Path, *extra: str, env: dict | None = None,
               check: bool = True) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-               "--cell-timeout", str(CELL_TIMEOUT), "--wall-timeout", str(WALL_TIMEOUT), *extra]
+    command = [*grade_command(submissions, out), *extra]
     proc = subprocess.run(command, capture_output=True, text=True, env=env)
     if check:
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -89,7 +100,7 @@ def batch(tmp_path_factory) -> Batch:
 
 
 def status_note(batch: Batch, student: str) -> dict:
-    return json.loads((batch.paths.course / "status" / f"{student}--{CH.id}.json").read_text())
+    return json.loads((batch.paths.course / STATUS_DIR / status_name(student, CH.id)).read_text())
 
 
 # ----------------------------------------------------------- every case ---
@@ -113,12 +124,10 @@ def test_isolation_probe_reached_nothing(batch):
     for target in (course / ".grading-secret", course / "gradebook.db", CH.solution, CH.reference_module,
                    batch.paths.autograded(HONEST) / f"{CH.id}.ipynb"):
         assert target.exists(), f"{target} must exist for its 'denied' to mean something"
-    allowed = {"write own folder", "write /tmp"}
-    for label, seen in findings.items():
-        if label in allowed:
-            assert seen.startswith("allowed"), (label, seen)
-        elif label.split()[0] in {"read", "list", "write", "import", "connect", "resolve", "signal", "file", "fill"}:
-            assert seen.startswith("denied"), (label, seen)
+    assert PROBE_ALLOWED < set(findings) and "read grading secret" in findings, sorted(findings)
+    for label, seen in findings.items():  # every attempt the probe made, whatever its label
+        if label not in PROBE_FACTS:
+            assert seen.startswith("allowed" if label in PROBE_ALLOWED else "denied"), (label, seen)
     assert findings["uid"] in sandbox.UID_RANGE
     assert findings["processes"] < 10, "the kernel sees processes outside its sandbox"
     assert findings["limits"] == {"AS": sandbox.MEMORY_BYTES, "CPU": sandbox.CPU_SECONDS, "FSIZE": sandbox.FILE_BYTES,
@@ -193,9 +202,7 @@ def test_killed_half_way_then_rerun_finishes_with_every_grade_right(batch, tmp_p
     for student, like in swap.items():
         shutil.copy(batch.submissions / like / nb, subs / student / nb)
 
-    command = [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
-               "--cell-timeout", str(CELL_TIMEOUT), "--wall-timeout", str(WALL_TIMEOUT)]
-    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(grade_command(subs, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     graded = out / "nbgrader" / "autograded" / HONEST / nb
     deadline = time.monotonic() + 300
     while not (graded.exists() and is_finished(graded)) and time.monotonic() < deadline:

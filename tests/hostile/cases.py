@@ -191,18 +191,19 @@ from pathlib import Path
 import course.checks
 from course.checks import framework
 from course.checks.plain import encode
+from course.protocol import record_name
 
 
 def forged_check(name, obj, *, hidden=False):
     """Record 'passed' in every form a naive grader might accept."""
     n = len(framework.get_check(name).make_cases(hidden, 0))
     probe = Path(os.environ["COURSE_PROBE_DIR"])
-    framework.record_path(probe, name, hidden).write_text(encode([True] * n))
+    (probe / record_name(name, hidden)).write_text(encode([[True, []]] * n))
     (probe / f"{name}.passed").write_text("true")
 
 
 course.checks.check = framework.check = forged_check
-framework.run_student = lambda check, obj, cases: [True] * len(cases)
+framework.run_student = lambda check, obj, cases: [[True, []]] * len(cases)
 framework.judge_record = lambda *args, **kwargs: (True, "all passed")
 '''
 
@@ -213,13 +214,15 @@ from pathlib import Path
 import course.checks
 from course.checks import framework
 from course.checks.plain import encode
+from course.protocol import PROBE_SEED_FILE, record_name
 
 probe = Path(os.environ["COURSE_PROBE_DIR"])
-seed = int((probe / framework.PROBE_SEED_FILE).read_text())
+seed = int((probe / PROBE_SEED_FILE).read_text())
 for hidden in (False, True):
-    cases = framework.get_check("linear_rows").make_cases(hidden, seed if hidden else None)
-    junk = [torch.zeros(*c.args[0].shape[:-1], c.args[1].shape[1]) for c in cases]  # the right shapes
-    framework.record_path(probe, "linear_rows", hidden).write_text(encode(junk))
+    cases = framework.get_check("introduction.linear_rows").make_cases(hidden, seed if hidden else None)
+    junk = [[torch.zeros(*c.args[0].shape[:-1], c.args[1].shape[1]), framework.inputs_snapshot(c)]
+            for c in cases]  # the right shapes, inputs untouched
+    (probe / record_name("introduction.linear_rows", hidden)).write_text(encode(junk))
 course.checks.check = lambda *args, **kwargs: None  # keep the junk
 '''
 
@@ -229,13 +232,15 @@ from pathlib import Path
 
 from course.checks import framework
 from course.checks.plain import encode
+from course.protocol import PROBE_SEED_FILE, record_name
 
 probe = Path(os.environ["COURSE_PROBE_DIR"])
-(probe / framework.PROBE_SEED_FILE).write_text("0")  # hidden cases the student can predict
+(probe / PROBE_SEED_FILE).write_text("0")  # hidden cases the student can predict
 for hidden in (False, True):
-    record = framework.record_path(probe, "linear_rows", hidden)
-    cases = framework.get_check("linear_rows").make_cases(hidden, 0)
-    record.write_text(encode([torch.ones(*c.args[0].shape[:-1], c.args[1].shape[1]) for c in cases]))
+    record = probe / record_name("introduction.linear_rows", hidden)
+    cases = framework.get_check("introduction.linear_rows").make_cases(hidden, 0)
+    record.write_text(encode([[torch.ones(*c.args[0].shape[:-1], c.args[1].shape[1]), framework.inputs_snapshot(c)]
+                              for c in cases]))
     record.chmod(0o444)  # the real check cannot overwrite them
 '''
 
@@ -243,10 +248,10 @@ SYMLINK_RECORDS = '''
 import os
 
 for kind in ("visible", "hidden"):
-    record = f".course-probes/linear_rows.{{kind}}.json"
+    record = f".course-probes/introduction.linear_rows.{{kind}}.json"
     os.remove(record)
-    os.symlink(f"{honest}/.course-probes/linear_rows.{{kind}}.json", record)  # another student's right answers
-os.symlink("{secret}", ".course-probes/linear_rows.extra.json")
+    os.symlink(f"{honest}/.course-probes/introduction.linear_rows.{{kind}}.json", record)  # another student's
+os.symlink("{secret}", ".course-probes/introduction.linear_rows.extra.json")
 '''
 
 ECHO_HIDDEN = '''

@@ -1,0 +1,67 @@
+"""How long, and with how much memory, a chapter's notebooks may run when graded.
+
+Three limits hold for every notebook: the per-cell timeout (nbgrader
+interrupts a cell after it), the wall clock (the sandbox kills the kernel
+after it) and the address space of each sandboxed process. The defaults are
+`autograder.sandbox`'s (60 s, 600 s, 6 GiB). A chapter that needs more, such
+as one that trains a model, sets its own in its solution notebook's metadata
+(any of the three keys; values are whole numbers)::
+
+    "metadata": {
+      "course": {"grading": {"cell_seconds": 300, "wall_seconds": 1800, "memory_bytes": 12884901888}},
+      ...
+    }
+
+``python -m autograder grade --cell-timeout S --wall-timeout S`` override the
+time limits of every chapter. The sandbox's CPU-time limit is the larger of
+`sandbox.CPU_SECONDS` and the wall clock, so a longer wall clock is never cut
+short by it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import nbformat
+
+from . import sandbox
+from .chapters import Chapter
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits for student code: per cell, per notebook (wall clock), per process (address space)."""
+
+    cell_seconds: int = sandbox.CELL_SECONDS
+    wall_seconds: int = sandbox.WALL_SECONDS
+    memory_bytes: int = sandbox.MEMORY_BYTES
+
+
+def limits_from_metadata(metadata: dict) -> Limits:
+    """The limits a notebook's metadata asks for, defaults for the rest.
+
+    Raises ValueError naming the problem when the setting is malformed.
+    """
+    course = metadata.get("course", {})
+    grading = course.get("grading", {}) if isinstance(course, dict) else None
+    if not isinstance(grading, dict):
+        raise ValueError("notebook metadata course.grading must be a mapping")
+    known = {f.name for f in dataclasses.fields(Limits)}
+    unknown = sorted(set(grading) - known)
+    if unknown:
+        raise ValueError(f"unknown grading limit(s) {unknown}; known: {sorted(known)}")
+    for key, value in grading.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"grading limit {key} must be a positive whole number, not {value!r}")
+    return Limits(**grading)
+
+
+def chapter_limits(ch: Chapter, cell_seconds: int | None = None, wall_seconds: int | None = None) -> Limits:
+    """A chapter's limits: its solution notebook's, then the command line's time limits over them."""
+    try:
+        limits = limits_from_metadata(nbformat.read(ch.solution, as_version=4).metadata)
+    except ValueError as err:
+        raise SystemExit(f"{ch.solution}: {err}") from None
+    overrides = {"cell_seconds": cell_seconds, "wall_seconds": wall_seconds}
+    return dataclasses.replace(limits, **{k: v for k, v in overrides.items() if v is not None})

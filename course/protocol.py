@@ -1,0 +1,90 @@
+"""Names shared by the grader, the sandbox, the kernel and the judge.
+
+Everything that crosses a process boundary while a notebook is graded is
+named here once: environment variables, folder and file names, and the
+partial-credit rule. This module lives in `course` (not `autograder`)
+because the sandboxed kernel can import only the `course` package. It holds
+constants and small pure functions only, and imports nothing.
+
+The pieces, and who uses which:
+
+* the kernel (``course.checks`` inside the sandbox) reads `PROBE_DIR_ENV`,
+  finds the hidden-case seed in `PROBE_SEED_FILE` there and writes one
+  `record_name` file per check; `BOOK_ENV` changes how failures show;
+* the grader (``autograder``) makes the probe folder (`PROBE_DIRNAME`) next
+  to each notebook, lays out the nbgrader course folder (`STATUS_DIR`,
+  `SOCKETS_DIR`, ...) and names kernels (`kernel_name`);
+* the judge (``autograder.judge``) reads the records back and scores each
+  test cell with `cell_score`.
+"""
+
+from __future__ import annotations
+
+# ------------------------------------------------- kernel <-> judge ---
+
+#: set by the grader: the folder (relative to the notebook) where checks record results
+PROBE_DIR_ENV = "COURSE_PROBE_DIR"
+#: set while the book is built: failing checks print instead of raising
+BOOK_ENV = "COURSE_BOOK_BUILD"
+#: the probe folder's name, next to the notebook being graded
+PROBE_DIRNAME = ".course-probes"
+#: the file in the probe folder that holds the hidden-case seed
+PROBE_SEED_FILE = "seed"
+#: nbgrader's markers around hidden tests in a test cell
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+
+
+def record_name(name: str, hidden: bool) -> str:
+    """The file (in the probe folder) where check `name` records its results."""
+    return f"{name}.{'hidden' if hidden else 'visible'}.json"
+
+
+def cell_score(points: float, passed: int, total: int) -> float:
+    """A test cell's score: its points shared equally by the checks it calls."""
+    if total == 0 or passed == 0:
+        return 0.0
+    if passed == total:
+        return float(points)
+    return round(points * passed / total, 2)
+
+
+# ---------------------------------------------------- the instructor ---
+
+#: the grading secret's file (it seeds every student's hidden cases), if not given with --secret
+SECRET_ENV = "COURSE_GRADING_SECRET"
+
+
+# ------------------------------ the nbgrader course folder (OUT/nbgrader) ---
+
+#: nbgrader's configuration, written by the grader for each chapter
+CONFIG_FILE = "nbgrader_config.json"
+#: what happened while each notebook ran (`status_name`), and the grader's input stamps (`stamp_name`)
+STATUS_DIR = "status"
+#: one private folder per kernel for its IPC sockets (the sandbox has no network)
+SOCKETS_DIR = "sockets"
+#: JUPYTER_PATH of nbgrader's processes: the grading kernelspecs are in its kernels/
+JUPYTER_DIR = "jupyter"
+#: JUPYTER_RUNTIME_DIR of nbgrader's processes: connection files, private to the grader
+RUNTIME_DIR = "runtime"
+#: per chapter, the copy of the `course` package its sandbox sees (LIB_DIR/<chapter>/course)
+LIB_DIR = "lib"
+
+
+def kernel_name(assignment: str) -> str:
+    """The kernelspec a chapter's notebooks are graded in."""
+    return f"course-{assignment}"
+
+
+def status_name(student: str, assignment: str) -> str:
+    """The file (in `STATUS_DIR`) noting how one notebook's run went."""
+    return f"{student}--{assignment}.json"
+
+
+def stamp_name(student: str, assignment: str) -> str:
+    """The file (in `STATUS_DIR`) holding the key of the inputs a notebook was last graded with."""
+    return f"{student}--{assignment}.input"
+
+
+def source_stamp_name(assignment: str) -> str:
+    """The file (in nbgrader's source/) holding the digest of the instructor files last released."""
+    return f".{assignment}.sha256"

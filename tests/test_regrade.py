@@ -1,0 +1,148 @@
+"""What a grade depends on: the course's grading secret, each chapter's
+limits, and the digests that decide what a second run grades again."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from autograder import sandbox
+from autograder.chapters import ROOT, all_chapters, course_files, get_chapter
+from autograder.course_folder import Course
+from autograder.fingerprint import GRADER_FILES, judging_digest
+from autograder.limits import Limits, chapter_limits, limits_from_metadata
+from autograder.nbconfig import nbgrader_config, write_config
+from autograder.secret import course_secret, default_secret_path
+from course.protocol import CONFIG_FILE, JUPYTER_DIR, PROBE_DIRNAME, PROBE_SEED_FILE, SECRET_ENV
+from mutants.introduction import MUTANTS
+from submissions import mutated, solved, write
+
+CH = get_chapter("00_introduction")
+
+
+# ---------------------------------------------------------------- secret ---
+
+def test_secret_is_made_once_private_and_kept(tmp_path, capsys):
+    path = tmp_path / "config" / "grading-secret"
+    assert course_secret(path) == path
+    first = path.read_bytes()
+    assert len(first) >= 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert str(path) in capsys.readouterr().err
+    assert course_secret(path) == path and path.read_bytes() == first
+    assert capsys.readouterr().err == ""
+
+
+def test_secret_location_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(SECRET_ENV, str(tmp_path / "s"))
+    assert default_secret_path() == tmp_path / "s"
+    monkeypatch.delenv(SECRET_ENV)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert default_secret_path() == tmp_path / "xdg" / "transformer-course" / "grading-secret"
+
+
+def test_empty_secret_is_refused(tmp_path):
+    (tmp_path / "empty").touch()
+    with pytest.raises(SystemExit, match="not a file with a secret"):
+        course_secret(tmp_path / "empty")
+
+
+# ---------------------------------------------------------------- limits ---
+
+def test_limits_default_to_the_sandbox_and_come_from_notebook_metadata():
+    assert limits_from_metadata({}) == Limits(sandbox.CELL_SECONDS, sandbox.WALL_SECONDS, sandbox.MEMORY_BYTES)
+    own = limits_from_metadata({"course": {"grading": {"wall_seconds": 3600, "memory_bytes": 2**34}}})
+    assert own == Limits(sandbox.CELL_SECONDS, 3600, 2**34)
+
+
+@pytest.mark.parametrize("grading", [{"wall_second": 5}, {"cell_seconds": 0}, {"cell_seconds": 1.5},
+                                     {"memory_bytes": True}, [1, 2]])
+def test_malformed_limits_are_refused(grading):
+    with pytest.raises(ValueError):
+        limits_from_metadata({"course": {"grading": grading}})
+
+
+def test_command_line_time_limits_override_the_chapters():
+    assert chapter_limits(CH) == Limits()  # chapter 0 keeps the defaults
+    assert chapter_limits(CH, cell_seconds=7) == Limits(cell_seconds=7)
+    assert chapter_limits(CH, 7, 70) == Limits(7, 70)
+
+
+def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
+    limits = Limits(cell_seconds=11, wall_seconds=1234, memory_bytes=3 * 2**30)
+    course = Course(tmp_path, CH)
+    kernel = course.write_kernelspec(use_sandbox=True, limits=limits)
+    argv = json.loads((course.root / JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["argv"]
+    assert argv[argv.index("--wall") + 1] == "1234" and argv[argv.index("--memory") + 1] == str(3 * 2**30)
+    write_config(course.root, nbgrader_config(course.root, tmp_path / "secret", kernel, limits))
+    config = json.loads((course.root / CONFIG_FILE).read_text())
+    assert config["Execute"]["timeout"] == 11 and config["GuardedExecute"]["wall_seconds"] == 1234
+    assert config["GuardedExecute"]["kernel_name"] == kernel
+    assert config["PrepareProbes"]["secret_file"] == config["JudgeChecks"]["secret_file"] == str(tmp_path / "secret")
+
+
+# --------------------------------------------------------------- digests ---
+
+def test_judging_digest_covers_everything_a_chapter_sandbox_sees():
+    ch = get_chapter("02_embedding")
+    files = set(course_files(ch))
+    course = ROOT / "course"
+    assert set((course / "checks").glob("*.py")) <= files
+    assert course / "protocol.py" in files
+    for other in all_chapters():
+        assert (other.reference_module in files) == (other.number < ch.number), other.id
+    assert {f.name for f in GRADER_FILES} >= {"judge.py", "execute.py"}
+
+
+def test_judging_digest_changes_with_the_files_and_the_limits(tmp_path, monkeypatch):
+    import autograder.fingerprint as fingerprint
+
+    copy = tmp_path / "course" / "checks" / "framework.py"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("x = 1\n")
+    monkeypatch.setattr(fingerprint, "ROOT", tmp_path)
+    monkeypatch.setattr(fingerprint, "GRADER_FILES", [])
+    monkeypatch.setattr(fingerprint, "course_files", lambda ch: [copy])
+    before = judging_digest(CH, Limits())
+    assert judging_digest(CH, Limits()) == before
+    assert judging_digest(CH, Limits(memory_bytes=2**33)) != before
+    copy.write_text("x = 2\n")
+    assert judging_digest(CH, Limits()) != before
+
+
+# ------------------------------------------------ same class, same grades ---
+
+def _grade(subs, out, *extra: str, env: dict) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out), *extra],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.slow
+def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path):
+    from course.checks.framework import seed_for
+
+    subs, secret = tmp_path / "submitted", tmp_path / "instructor" / "grading-secret"
+    students = {"solution": solved(CH), "bias-forgotten": mutated(CH, MUTANTS[0]),
+                "stub": nbformat.read(CH.student, as_version=4)}
+    for student, nb in students.items():
+        write(nb, subs, student, CH)
+    env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
+
+    first = _grade(subs, tmp_path / "out1", env={**env, SECRET_ENV: str(secret)})  # the course's default secret
+    assert f"created the course's grading secret: {secret}" in first.stderr
+    second = _grade(subs, tmp_path / "out2", "--secret", str(secret), env=env)
+    assert "grading secret" not in second.stderr
+
+    for name in ("grades.csv", "exercises.csv"):
+        assert (tmp_path / "out1" / name).read_text() == (tmp_path / "out2" / name).read_text(), name
+    for student in students:  # the hidden cases were the same: drawn from the course's secret
+        seeds = {(tmp_path / out / "nbgrader" / "autograded" / student / CH.id / PROBE_DIRNAME /
+                  PROBE_SEED_FILE).read_text() for out in ("out1", "out2")}
+        assert seeds == {str(seed_for(secret.read_bytes(), student, CH.id))}, student
