@@ -7,7 +7,7 @@ import textwrap
 
 import nbformat
 
-from course.checks import REGISTRY
+from course.checks import CheckUnavailable, get_check
 
 from .chapters import Chapter, repository_url
 from .judge import checks_in_source
@@ -41,11 +41,11 @@ def lint_solution(ch: Chapter) -> list[str]:
         if meta.get("solution") and "### BEGIN SOLUTION" not in cell.source:
             problems.append(f"{where}: solution cell without ### BEGIN SOLUTION")
         if meta.get("grade") and cell.cell_type == "code":
-            problems.extend(_lint_test_cell(where, cell, meta))
+            problems.extend(_lint_test_cell(where, cell, meta, ch.topic))
     return problems
 
 
-def _lint_test_cell(where: str, cell, meta: dict) -> list[str]:
+def _lint_test_cell(where: str, cell, meta: dict, topic: str) -> list[str]:
     problems = []
     if not meta.get("locked") or not meta.get("points"):
         problems.append(f"{where}: test cells must be locked and worth points")
@@ -60,8 +60,13 @@ def _lint_test_cell(where: str, cell, meta: dict) -> list[str]:
     if any(not h for _, h in hidden_calls):
         problems.append(f"{where}: hidden block holds a check without hidden=True")
     for name, _ in calls:
-        if name not in REGISTRY:
-            problems.append(f"{where}: unknown check {name!r}")
+        if not name.startswith(f"{topic}."):
+            problems.append(f"{where}: check {name!r} is not one of this chapter's ({topic}.*)")
+            continue
+        try:
+            get_check(name)
+        except CheckUnavailable as err:
+            problems.append(f"{where}: {err}")
     if "raises-exception" not in cell.metadata.get("tags", []):
         problems.append(f"{where}: tag test cells 'raises-exception' (the book runs unsolved stubs)")
     return problems

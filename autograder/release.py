@@ -38,18 +38,22 @@ def sync_setup_cell(ch: Chapter) -> None:
         nbformat.write(nb, ch.solution)
 
 
-def reference_source(ch: Chapter) -> str:
-    """The generated `course.reference.<topic>` module for a chapter."""
-    nb = nbformat.read(ch.solution, as_version=4)
+def exported_code(nb: nbformat.NotebookNode) -> str:
+    """The code of a notebook's cells tagged ``export``, solution markers removed."""
     blocks = []
     for cell in nb.cells:
         if cell.cell_type == "code" and "export" in cell.metadata.get("tags", []):
             lines = [ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS]
             blocks.append("\n".join(lines).strip("\n"))
+    return "\n\n\n".join(b for b in blocks if b) + "\n"
+
+
+def reference_source(ch: Chapter) -> str:
+    """The generated `course.reference.<topic>` module for a chapter."""
     header = (f'"""Reference solutions of chapter {ch.id}.\n\n'
               f"Generated from solutions/{ch.id}/{ch.id}.ipynb (cells tagged 'export') by\n"
               '`python -m autograder release`. Do not edit: edit the solution notebook.\n"""\n')
-    return header + "\n\n\n".join(b for b in blocks if b) + "\n"
+    return header + exported_code(nbformat.read(ch.solution, as_version=4))
 
 
 def generate_student_version(ch: Chapter, dest: Path) -> None:

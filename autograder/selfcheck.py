@@ -1,54 +1,74 @@
 """`python -m autograder check NOTEBOOK`: a student's self-check.
 
-Runs the notebook top to bottom with nbgrader's own Execute preprocessor
-(as ``nbgrader validate`` does), then scores each test cell with nbgrader's
-own rule. Only the visible tests are in a student's copy, so the score is
-what the visible tests give; the hidden tests run when the work is graded.
+Runs the notebook top to bottom the way the grader does: nbgrader's own
+Execute preprocessor, with every ``check(...)`` in probe mode (recording
+what the student's code returned), then the judge's own verdict
+(`autograder.judge.cell_verdict`) for each test cell, scored with nbgrader's
+rule. So each exercise gets exactly the points the grader's visible tests
+give it, partial credit included; only the hidden tests (absent from a
+student's copy) are left for grading.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
+from course.checks.framework import DEFAULT_HIDDEN_SEED
+from course.protocol import PROBE_DIR_ENV, PROBE_SEED_FILE
 
-def _first_line(cell) -> str:
-    for out in cell.outputs:
-        if out.output_type == "error":
-            text = out.evalue.strip().splitlines()
-            return text[1].strip() if len(text) > 1 else (text[0] if text else out.ename)
-    return ""
+from .judge import cell_verdict
 
 
-def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
-    """Execute `notebook`, print each exercise's status; return (score, max)."""
-    nb = nbformat.read(notebook, as_version=4)
-    env = {"NBGRADER_EXECUTION": "validate", "NBGRADER_VALIDATING": "1"}
+def _run_recording(nb: nbformat.NotebookNode, folder: Path, probe: Path, timeout: int) -> None:
+    """Execute `nb` in `folder` with checks recording into `probe`."""
+    env = {"NBGRADER_EXECUTION": "validate", "NBGRADER_VALIDATING": "1", PROBE_DIR_ENV: str(probe)}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
         quiet = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
-        Execute(timeout=timeout, extra_arguments=quiet).preprocess(nb, {"metadata": {"path": str(notebook.parent.resolve())}})
+        Execute(timeout=timeout, extra_arguments=quiet).preprocess(nb, {"metadata": {"path": str(folder)}})
     finally:
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    total = got = 0.0
-    print(f"Self-check of {notebook.name} (visible tests only; hidden tests run when it is graded)\n")
+
+
+def score_cells(nb: nbformat.NotebookNode, probe: Path) -> list[tuple[str, float, float, str]]:
+    """(grade id, score, points, verdict report) of each test cell, judged
+    from the results recorded in `probe` (the cells' outputs are replaced)."""
+    scores = []
     for cell in nb.cells:
         if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
             continue
-        score, points = utils.determine_grade(cell)
-        total += points
-        got += score or 0
+        points = float(cell.metadata.nbgrader["points"])
+        cell.outputs = cell_verdict(cell.source, points, probe, DEFAULT_HIDDEN_SEED)
+        score, _ = utils.determine_grade(cell)
+        scores.append((cell.metadata.nbgrader["grade_id"], float(score or 0), points, cell.outputs[0].text))
+    return scores
+
+
+def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
+    """Execute `notebook`, print each exercise's verdict; return (score, max)."""
+    nb = nbformat.read(notebook, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="course-self-check-") as tmp:
+        probe = Path(tmp)
+        (probe / PROBE_SEED_FILE).write_text(str(DEFAULT_HIDDEN_SEED))
+        _run_recording(nb, notebook.parent.resolve(), probe, timeout)
+        scores = score_cells(nb, probe)
+    print(f"Self-check of {notebook.name} (visible tests only; hidden tests run when it is graded)\n")
+    for gid, score, points, report in scores:
         status = "PASS" if score == points else "FAIL"
-        detail = "" if status == "PASS" else f"  {_first_line(cell)}"
-        print(f"  {status}  {cell.metadata.nbgrader['grade_id']:<32} {score or 0:g}/{points:g}{detail}")
+        print(f"  {status}  {gid:<32} {score:g}/{points:g}")
+        if status == "FAIL":
+            print("\n".join("        " + line for line in report.rstrip().splitlines()))
+    got, total = sum(s[1] for s in scores), sum(s[2] for s in scores)
     print(f"\nScore so far: {got:g} / {total:g} points")
     return got, total

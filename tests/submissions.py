@@ -3,25 +3,32 @@ each answer cell filled in (by the reference solution or a mutant)."""
 
 from __future__ import annotations
 
+import ast
+import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from autograder.chapters import Chapter
-from autograder.release import MARKERS
+from autograder.release import MARKERS, exported_code
+from course.checks import framework
+from course.checks.framework import Check
 
 
 @dataclass(frozen=True)
 class Mutant:
     """A realistic wrong answer: the reference solution of one answer cell
     with `edits` (old, new) applied. `loses` names the test cells (grade ids)
-    that must lose points."""
+    that must lose points; `hint` is (part of) the feedback that must name
+    the mistake, in those cells, on every seed."""
 
     name: str
     cell: str
     edits: tuple[tuple[str, str], ...]
     loses: tuple[str, ...] = field(default=())
+    hint: str = ""
 
 
 def solution_sources(ch: Chapter) -> dict[str, str]:
@@ -69,3 +76,46 @@ def write(nb: nbformat.NotebookNode, submissions: Path, student: str, ch: Chapte
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
+
+
+def as_module(nb: nbformat.NotebookNode, name: str) -> types.ModuleType:
+    """A notebook's exported cells (its answers) run as a fresh module."""
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses and pickling look a class's module up
+    exec(compile(exported_code(nb), f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+@dataclass(frozen=True)
+class Call:
+    """One ``check("topic.name", obj, hidden=...)`` in a test cell."""
+
+    check: Check
+    obj: str  # the name the cell passes, looked up in the answers' module
+    hidden: bool
+
+
+def cells_of(ch: Chapter) -> dict[str, list[Call]]:
+    """{test cell grade id: the checks it calls}, from the solution notebook."""
+    cells = {}
+    for cell in nbformat.read(ch.solution, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("grade") or meta.get("solution"):
+            continue
+        calls = []
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check":
+                hidden = any(k.arg == "hidden" and k.value.value is True for k in node.keywords)
+                calls.append(Call(framework.get_check(node.args[0].value), node.args[1].id, hidden))
+        cells[meta["grade_id"]] = calls
+    return cells
+
+
+def verdicts(calls: list[Call], answers: types.ModuleType, seed: int | None) -> list[tuple[bool, str]]:
+    """(passed, report) of each check a cell calls, hidden ones on `seed`."""
+    out = []
+    for call in calls:
+        cases = call.check.make_cases(call.hidden, seed if call.hidden else None)
+        entries = framework.run_student(call.check, getattr(answers, call.obj), cases)
+        out.append(framework.summary(call.check, call.hidden, framework.evaluate(call.check, cases, entries)))
+    return out

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import html
 import os
+import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder.chapters import all_chapters
+from autograder.chapters import Chapter, all_chapters
 from mutants import mutants_for
-from submissions import mutated, solution_sources, solved, student_notebook, write
+from submissions import apply_edits, as_module, cells_of, mutated, solution_sources, solved, student_notebook, verdicts, write
 
 CHAPTERS = all_chapters()
 MUTANTS = [(ch, m) for ch in CHAPTERS for m in mutants_for(ch.topic)]
@@ -25,16 +28,36 @@ MUTANTS = [(ch, m) for ch in CHAPTERS for m in mutants_for(ch.topic)]
 GRADED = [pytest.param(ch, marks=pytest.mark.xdist_group(ch.id), id=ch.id) for ch in CHAPTERS]
 GRADED_MUTANTS = [pytest.param(ch, m, marks=pytest.mark.xdist_group(ch.id), id=f"{ch.id}-{m.name}")
                   for ch, m in MUTANTS]
-_results: dict[str, tuple[dict, dict]] = {}
+_results: dict[str, "Graded"] = {}
+STUB, SOLUTION = "stub", "solution"
 
 
-def _slug(name: str) -> str:
+@dataclass(frozen=True)
+class Graded:
+    """One chapter's grading run: grades.csv rows by student, test-cell
+    scores by (student, grade id), and the output folder."""
+
+    rows: dict[str, dict]
+    cells: dict[tuple[str, str], float]
+    out: Path
+
+    def feedback(self, ch: Chapter, student: str) -> str:
+        return html.unescape((self.out / "feedback" / student / ch.id / f"{ch.id}.html").read_text())
+
+    def verdicts(self, ch: Chapter, student: str) -> dict[str, str]:
+        """{test cell grade id: the judge's report} in the autograded notebook."""
+        nb = nbformat.read(self.out / "nbgrader" / "autograded" / student / ch.id / f"{ch.id}.ipynb", 4)
+        return {c.metadata.nbgrader["grade_id"]: c.outputs[0].text for c in nb.cells
+                if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+                and not c.metadata.nbgrader.get("solution")}
+
+
+def slug(name: str) -> str:
     return "m-" + "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
 
 
-def graded(ch, tmp_path_factory) -> tuple[dict, dict]:
-    """Grade the chapter's solution, stub and mutants once; return
-    ({student: grades.csv row}, {(student, grade_id): score}).
+def graded(ch, tmp_path_factory) -> Graded:
+    """Grade the chapter's solution, stub and mutants once.
 
     Under pytest-xdist the first worker to need a chapter grades it, in a
     folder all workers share, while the others wait on a lock."""
@@ -51,18 +74,18 @@ def graded(ch, tmp_path_factory) -> tuple[dict, dict]:
             rows = {r["student_id"]: r for r in csv.DictReader(f)}
         with open(base / "out" / "exercises.csv") as f:
             cells = {(r["student_id"], r["grade_id"]): float(r["score"]) for r in csv.DictReader(f)}
-        _results[ch.id] = rows, cells
+        _results[ch.id] = Graded(rows, cells, base / "out")
     return _results[ch.id]
 
 
 def _grade_chapter(ch, base: Path) -> None:
     subs = base / "submitted"
-    write(solved(ch), subs, "solution", ch)
-    write(nbformat.read(ch.student, as_version=4), subs, "stub", ch)
+    write(solved(ch), subs, SOLUTION, ch)
+    write(nbformat.read(ch.student, as_version=4), subs, STUB, ch)
     importer = {gid: f"from course.reference.{ch.topic} import *" for gid in solution_sources(ch)}
     write(student_notebook(ch, importer), subs, "imports-reference", ch)
     for m in mutants_for(ch.topic):
-        write(mutated(ch, m), subs, _slug(m.name), ch)
+        write(mutated(ch, m), subs, slug(m.name), ch)
     subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(base / "out")],
                    check=True)
 
@@ -70,8 +93,8 @@ def _grade_chapter(ch, base: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("ch", GRADED)
 def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
-    rows, _ = graded(ch, tmp_path_factory)
-    sol, stub = rows["solution"], rows["stub"]
+    rows = graded(ch, tmp_path_factory).rows
+    sol, stub = rows[SOLUTION], rows[STUB]
     assert sol["status"] == "graded" and float(sol["max_score"]) > 0
     assert float(sol["score"]) == float(sol["max_score"]), sol
     assert stub["status"] == "graded" and float(stub["score"]) == 0.0, stub
@@ -80,29 +103,43 @@ def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("ch", GRADED)
 def test_importing_the_chapters_own_reference_earns_nothing(ch, tmp_path_factory):
-    rows, _ = graded(ch, tmp_path_factory)
-    row = rows["imports-reference"]
+    row = graded(ch, tmp_path_factory).rows["imports-reference"]
     assert row["status"] == "graded" and float(row["score"]) == 0.0, row
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ch,mutant", GRADED_MUTANTS)
-def test_mutant_loses_points(ch, mutant, tmp_path_factory):
-    rows, cells = graded(ch, tmp_path_factory)
-    row = rows[_slug(mutant.name)]
+def test_mutant_loses_points_and_feedback_names_the_mistake(ch, mutant, tmp_path_factory):
+    result = graded(ch, tmp_path_factory)
+    student = slug(mutant.name)
+    row = result.rows[student]
     assert row["status"] == "graded", row
     assert float(row["score"]) < float(row["max_score"]), f"mutant '{mutant.name}' kept full marks"
-    full = {gid: s for (stu, gid), s in cells.items() if stu == "solution"}
+    full = {gid: s for (stu, gid), s in result.cells.items() if stu == SOLUTION}
     for gid in mutant.loses:
-        assert cells[(_slug(mutant.name), gid)] < full[gid], f"mutant '{mutant.name}' kept {gid}'s points"
+        assert result.cells[(student, gid)] < full[gid], f"mutant '{mutant.name}' kept {gid}'s points"
+    assert mutant.hint and mutant.hint in result.feedback(ch, student), (
+        f"the feedback of mutant '{mutant.name}' does not show {mutant.hint!r}")
 
 
-@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
-def test_every_answer_cell_has_three_mutants(ch):
-    counts = {gid: 0 for gid in solution_sources(ch)}
+_VERDICT = re.compile(r"^([✓✗]) (\S+): .*\bvisible\b", re.M)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ch", GRADED)
+def test_notebook_verdicts_equal_the_graders_visible_verdicts(ch, tmp_path_factory):
+    """What the test cells show a student in Jupyter (and the self-check's
+    score) equals the grader's verdict on the visible checks, cell by cell,
+    for the solution, the stub and every mutant."""
+    result = graded(ch, tmp_path_factory)
+    answers = solution_sources(ch)
+    notebooks = {SOLUTION: answers, STUB: None}
     for m in mutants_for(ch.topic):
-        assert m.cell in counts, f"mutant '{m.name}' edits unknown cell {m.cell!r}"
-        assert m.loses, f"mutant '{m.name}' names no test cell that must lose points"
-        counts[m.cell] += 1
-    thin = {gid: n for gid, n in counts.items() if n < 3}
-    assert not thin, f"answer cells with fewer than three mutants: {thin}"
+        notebooks[slug(m.name)] = {**answers, m.cell: apply_edits(answers[m.cell], m.edits, m.name)}
+    for student, variant in notebooks.items():
+        nb = nbformat.read(ch.student, 4) if variant is None else student_notebook(ch, variant)
+        module = as_module(nb, f"graded_{ch.topic}")
+        for gid, report in result.verdicts(ch, student).items():
+            judged = _VERDICT.findall(report)
+            shown = [ok for ok, _ in verdicts([c for c in cells_of(ch)[gid] if not c.hidden], module, None)]
+            assert [ok == "✓" for ok, _ in judged] == shown, f"{student}, {gid}:\n{report}"

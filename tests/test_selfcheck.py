@@ -1,52 +1,64 @@
-"""`python -m autograder check NOTEBOOK`, the student's self-check."""
+"""`python -m autograder check NOTEBOOK`, the student's self-check: its
+per-exercise scores equal the grader's verdicts on the visible checks."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import nbformat
 import pytest
 
-from autograder.chapters import all_chapters, get_chapter
+from autograder.chapters import get_chapter
+from course.protocol import cell_score
+from mutants import mutants_for
 from submissions import Mutant, mutated, solved
+from test_grading import GRADED, SOLUTION, STUB, graded, slug
 
-CHAPTERS = all_chapters()
+_SCORE = re.compile(r"^  (PASS|FAIL)  (\S+) +([\d.]+)/([\d.]+)$", re.M)
+_VERDICT = re.compile(r"^([✓✗]) \S+: .*\bvisible\b", re.M)
 
 
-def self_check(nb: nbformat.NotebookNode, tmp_path, name: str) -> subprocess.CompletedProcess:
-    path = tmp_path / name
+def self_check(nb: nbformat.NotebookNode, folder, name: str) -> subprocess.CompletedProcess:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
     nbformat.write(nb, path)
     return subprocess.run([sys.executable, "-m", "autograder", "check", str(path)],
                           capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
-def test_solved_notebook_passes_every_visible_test(ch, tmp_path):
-    proc = self_check(solved(ch), tmp_path, f"{ch.id}.ipynb")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "FAIL" not in proc.stdout
-    score = proc.stdout.strip().splitlines()[-1]
-    got, total = score.removeprefix("Score so far: ").removesuffix(" points").split(" / ")
-    assert got == total and float(total) > 0, score
+@pytest.mark.parametrize("ch", GRADED)
+def test_self_check_scores_equal_the_graders_visible_verdicts(ch, tmp_path, tmp_path_factory):
+    result = graded(ch, tmp_path_factory)
+    points = {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"])
+              for c in nbformat.read(ch.solution, 4).cells
+              if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata.nbgrader.get("solution")}
+    first = mutants_for(ch.topic)[0]
+    notebooks = {SOLUTION: solved(ch), STUB: nbformat.read(ch.student, 4), slug(first.name): mutated(ch, first)}
+    for student, nb in notebooks.items():
+        proc = self_check(nb, tmp_path / student, f"{ch.id}.ipynb")
+        shown = {gid: float(score) for _, gid, score, _ in _SCORE.findall(proc.stdout)}
+        judged = {gid: cell_score(points[gid], len([v for v in _VERDICT.findall(report) if v == "✓"]),
+                                  len(_VERDICT.findall(report)))
+                  for gid, report in result.verdicts(ch, student).items()}
+        assert shown == judged, f"{student}:\n{proc.stdout}{proc.stderr}"
+        total = sum(points.values())
+        last = proc.stdout.strip().splitlines()[-1]
+        if student == SOLUTION:
+            assert proc.returncode == 0 and last == f"Score so far: {total:g} / {total:g} points", proc.stdout
+        elif student == STUB:
+            assert proc.returncode == 1 and "PASS" not in proc.stdout, proc.stdout
+            assert "not implemented yet" in proc.stdout and last == f"Score so far: 0 / {total:g} points"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
-def test_released_stub_fails_as_not_implemented(ch, tmp_path):
-    proc = self_check(nbformat.read(ch.student, as_version=4), tmp_path, f"{ch.id}.ipynb")
-    assert proc.returncode == 1
-    assert "PASS" not in proc.stdout and "not implemented yet" in proc.stdout
-    assert proc.stdout.strip().splitlines()[-1].startswith("Score so far: 0 / ")
-
-
-@pytest.mark.slow
-def test_wrong_answer_fails_with_a_hint(tmp_path):
+def test_wrong_answer_shows_every_failed_case_with_its_hint(tmp_path):
     ch = get_chapter("00_introduction")
     wrong = Mutant("bias forgotten", "linear-rows", (("return x @ W + b", "return x @ W"),))
     proc = self_check(mutated(ch, wrong), tmp_path, f"{ch.id}.ipynb")
     assert proc.returncode == 1
-    line = next(ln for ln in proc.stdout.splitlines() if "test-linear-rows" in ln)
-    assert "FAIL" in line and "0/2" in line
-    assert "Did you forget to add the bias b?" in line
+    assert re.search(r"^  FAIL  test-linear-rows +0/2$", proc.stdout, re.M), proc.stdout
+    after = proc.stdout.split("test-linear-rows", 1)[1]
+    assert after.count("Did you forget to add the bias b?") == 2, proc.stdout  # both visible cases

@@ -1,62 +1,76 @@
 """The check harness behind every test cell.
 
-A test cell in a chapter notebook calls ``check("name", student_object)``.
-What that does depends on where the notebook runs:
+A test cell in a chapter notebook calls ``check("topic.name", obj)``, e.g.
+``check("attention.softmax", softmax)``. The topic names the chapter's
+module, `course.checks.attention`, which is imported on first use: one
+chapter's checks never depend on another chapter's module loading. What a
+check does depends on where the notebook runs:
 
-* **student mode** (the default, also `python -m autograder check`): the
-  check runs its cases here, compares each result with a trusted oracle
-  (a PyTorch built-in, a hand-computed value or the course's reference), and
-  prints one line per check, or raises ``AssertionError`` naming the likely
-  mistake ("did you divide by sqrt(d_k)?").
-* **probe mode** (set by the autograder through ``COURSE_PROBE_DIR``): the
-  check only *records* what the student's code returned, as plain data
-  (see `plain`). The trusted grader process then recomputes the cases and the
-  expected answers and decides, in `autograder.judge`. Nothing the student's
-  process does (patched ``np.allclose``, objects whose ``__eq__`` is always
-  true, silenced tracebacks) can change that verdict.
+* **student mode** (the default): the check runs its cases here, compares
+  each result with a trusted oracle (a PyTorch built-in, a hand-computed value
+  or the course's reference), and prints one report per check. When checks
+  of a test cell fail, the cell's last check raises ``AssertionError`` after
+  every check has shown its result, so the student sees them all.
+* **probe mode** (the autograder and `python -m autograder check` set
+  ``COURSE_PROBE_DIR``): the check only *records* what the student's code
+  returned, as plain data (see `plain`). The trusted process then recomputes
+  the cases and the expected answers and decides (`judge_record`). Nothing the
+  student's process does (patched ``np.allclose``, objects whose ``__eq__`` is
+  always true, silenced tracebacks) can change that verdict.
 * **book mode** (``COURSE_BOOK_BUILD=1``, set when the book is built): like
-  student mode, but a failure is printed instead of raised, so the rendered
-  pages show what the tests check without tracebacks under unsolved stubs.
+  student mode, but failures are printed, never raised.
 
 A `Check` is declarative: how to make cases (visible ones from a fixed seed,
 hidden ones from the grader's secret seed), how to call the student's object
-on a case, the oracle, and a list of known `Mistake`s whose outputs are
-matched to name the error.
+on a case, the oracle, and known `Mistake`s whose outputs name the error.
+Every check also verifies, unless told not to, that the call left its inputs
+unchanged and that results have the oracle's dtypes. Helpers chapters share
+(masks, building modules, train/eval runs, labels) are in `course.checks.kit`.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import copy
 import hashlib
+import importlib
+import linecache
 import math
 import os
+import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
 
+from course.protocol import BOOK_ENV, PROBE_DIR_ENV, PROBE_SEED_FILE, cell_score, record_name
+
 from .plain import Raised, decode, encode, raised, to_plain
 
-PROBE_DIR_ENV = "COURSE_PROBE_DIR"
-PROBE_SEED_FILE = "seed"
-BOOK_ENV = "COURSE_BOOK_BUILD"
 VISIBLE_SEED = 20170612  # arXiv:1706.03762 went up on 12 June 2017
+DEFAULT_HIDDEN_SEED = VISIBLE_SEED + 1  # hidden cases outside the grader (an instructor's own run)
 
+
+# ------------------------------------------------------------ declaring ---
 
 @dataclass
 class Case:
-    """One input to a student's function, with a human label for feedback.
+    """One input to a student's object.
 
-    `label` appears in messages ("batch of 2, with a causal mask"): describe
-    the input, never the expected answer.
+    `args` and `kwargs` are exactly what the student's object is called with
+    (through the check's `call`); `meta` holds what the check itself needs
+    (the wrong id planted in an input, the weights to copy in, ...).
+    `label` appears in feedback: describe the input, never the answer.
     """
 
     label: str
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,10 +81,21 @@ class Raises:
     why: str  # what the student should report, e.g. "d_model must be even"
 
 
+class _NotApplicable:
+    def __repr__(self) -> str:
+        return "NOT_APPLICABLE"
+
+
+#: what a `Mistake`'s output returns for a case it says nothing about
+NOT_APPLICABLE = _NotApplicable()
+
+
 @dataclass(frozen=True)
 class Mistake:
     """A known wrong implementation: if the student's output matches
-    `output(case)`, `hint` is the feedback."""
+    `output(case)`, `hint` is the feedback. `output` returns
+    `NOT_APPLICABLE` on cases where the mistake does not show (a value of
+    None is a real output: a function that forgot to return)."""
 
     hint: str
     output: Callable[[Case], Any]
@@ -82,7 +107,14 @@ def default_call(obj: Any, case: Case) -> Any:
 
 @dataclass
 class Check:
-    """A named group of cases checking one property of one exercise."""
+    """A named group of cases checking one property of one exercise.
+
+    forbid: dotted names of library functions the exercise asks the student
+    not to use (``"torch.softmax"``, ``"torch.Tensor.softmax"``); they raise
+    while the student's object runs.
+    inputs_unchanged: the call must leave its arguments as they were.
+    exact_dtype: results must have the oracle's dtypes.
+    """
 
     name: str
     cases: Callable[[np.random.Generator, bool], list[Case]]
@@ -92,38 +124,69 @@ class Check:
     hint: str = ""
     rtol: float = 1e-4
     atol: float = 1e-5
-    exact_dtype: bool = False
+    exact_dtype: bool = True
+    inputs_unchanged: bool = True
+    forbid: Sequence[str] = ()
+    topic: str = ""  # set by `register`
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.topic}.{self.name}"
 
     def make_cases(self, hidden: bool, seed: int | None = None) -> list[Case]:
-        rng = np.random.default_rng(_case_seed(self.name, hidden, seed))
-        # cases may draw torch tensors too: seed both
-        torch.manual_seed(_case_seed(self.name, hidden, seed) % 2**63)
-        return self.cases(rng, hidden)
+        s = case_seed(self.name, hidden, seed)
+        torch.manual_seed(s)  # cases may draw torch tensors too
+        return self.cases(np.random.default_rng(s), hidden)
 
 
-def randn(rng: np.random.Generator, *shape: int) -> torch.Tensor:
-    """A float32 tensor of standard normal values drawn from `rng`."""
-    return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+# ------------------------------------------------------------- registry ---
+
+_CHECKS: dict[str, dict[str, Check]] = {}
 
 
-REGISTRY: dict[str, Check] = {}
+class CheckUnavailable(LookupError):
+    """A check that does not exist, or whose chapter module failed to load."""
 
 
-def register(*checks: Check) -> None:
+def register(module_name: str, *checks: Check) -> None:
+    """Register a chapter's checks: ``register(__name__, Check(...), ...)``."""
+    topic = module_name.rpartition(".")[2]
+    table = _CHECKS.setdefault(topic, {})
     for c in checks:
-        if c.name in REGISTRY:
-            raise ValueError(f"check {c.name!r} registered twice")
-        REGISTRY[c.name] = c
+        if c.name in table:
+            raise ValueError(f"check {topic}.{c.name} registered twice")
+        c.topic = topic
+        table[c.name] = c
 
 
-def get_check(name: str) -> Check:
-    if name not in REGISTRY:
-        raise KeyError(f"no check named {name!r}: is the course package up to date?")
-    return REGISTRY[name]
+def checks_of(topic: str) -> dict[str, Check]:
+    """Every check of one chapter, importing its module if need be."""
+    if topic not in _CHECKS:
+        if not topic.isidentifier():
+            raise CheckUnavailable(f"no checks for {topic!r}")
+        try:
+            importlib.import_module(f"{__package__}.{topic}")
+        except ModuleNotFoundError as err:
+            if err.name == f"{__package__}.{topic}":
+                raise CheckUnavailable(f"no checks for chapter topic {topic!r}") from None
+            raise CheckUnavailable(f"the checks of {topic!r} could not be loaded: {err}") from err
+        except Exception as err:  # a broken chapter module breaks that chapter only
+            raise CheckUnavailable(f"the checks of {topic!r} could not be loaded: "
+                                   f"{type(err).__name__}: {err}") from err
+    return _CHECKS.get(topic, {})
 
 
-def _case_seed(name: str, hidden: bool, seed: int | None) -> int:
-    base = VISIBLE_SEED if not hidden else (seed if seed is not None else VISIBLE_SEED + 1)
+def get_check(qualified: str) -> Check:
+    """The check called ``"topic.name"``."""
+    topic, _, name = qualified.partition(".")
+    table = checks_of(topic) if name else {}
+    if name not in table:
+        raise CheckUnavailable(f"no check named {qualified!r}: is the course package up to date?")
+    return table[name]
+
+
+def case_seed(name: str, hidden: bool, seed: int | None) -> int:
+    base = VISIBLE_SEED if not hidden else (seed if seed is not None else DEFAULT_HIDDEN_SEED)
     return (base * 1_000_003 + zlib.crc32(name.encode())) % 2**32
 
 
@@ -141,7 +204,34 @@ def _kind(x: Any) -> str:
         return f"an array of shape {tuple(x.shape)} ({x.dtype})"
     if isinstance(x, Raised):
         return f"an exception ({x})"
+    if x is None:
+        return "None (did you forget to return the result?)"
     return f"a {type(x).__name__}"
+
+
+def _compare_arrays(got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
+                    exact_dtype: bool, at: str) -> str | None:
+    if got.shape != want.shape:
+        return f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}{at}"
+    if exact_dtype and got.dtype != want.dtype:
+        return f"expected dtype {want.dtype}, got {got.dtype}{at}"
+    if want.dtype.kind in "biu" or got.dtype.kind in "biu" and want.dtype.kind != "f":
+        if not np.array_equal(got, want):
+            idx = tuple(int(i) for i in np.argwhere(got != want)[0])
+            return f"values differ{at}: at index {idx} expected {want[idx]}, got {got[idx]}"
+        return None
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if np.isnan(g).any() and not np.isnan(w).any():
+        return f"the result contains NaN{at}"
+    if np.isinf(g).any() and not np.isinf(w).any():
+        return f"the result contains inf{at}"
+    if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+        err = np.where(np.isnan(w) & np.isnan(g), 0.0, np.abs(g - w))
+        err = np.where(np.isnan(err), np.inf, err)  # NaN on one side only: as bad as it gets
+        idx = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
+        return (f"values differ{at}: largest error {float(err[idx]):.3g} at index {idx} "
+                f"(expected {w[idx]:.6g}, got {g[idx]:.6g})")
+    return None
 
 
 def mismatch(got: Any, want: Any, rtol: float, atol: float,
@@ -152,6 +242,8 @@ def mismatch(got: Any, want: Any, rtol: float, atol: float,
     student mode, converted to it), so the comparison runs no student code.
     """
     at = f" in {where}" if where else ""
+    if _not_implemented(got):  # the stub, whatever the oracle expects (an exception too)
+        return "not implemented yet (the stub still raises NotImplementedError)"
     if isinstance(want, Raises):
         if isinstance(got, Raised) and set(got.names) & set(want.names):
             return None
@@ -164,27 +256,7 @@ def mismatch(got: Any, want: Any, rtol: float, atol: float,
     if isinstance(want, np.ndarray):
         if not isinstance(got, np.ndarray):
             return f"expected an array/tensor of shape {tuple(want.shape)}, got {_kind(got)}{at}"
-        if got.shape != want.shape:
-            return f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}{at}"
-        if exact_dtype and got.dtype != want.dtype:
-            return f"expected dtype {want.dtype}, got {got.dtype}{at}"
-        if want.dtype.kind in "biu" or got.dtype.kind in "biu" and want.dtype.kind != "f":
-            if not np.array_equal(got, want):
-                idx = tuple(int(i) for i in np.argwhere(got != want)[0])
-                return f"values differ{at}: at index {idx} expected {want[idx]}, got {got[idx]}"
-            return None
-        g, w = got.astype(np.float64), want.astype(np.float64)
-        if np.isnan(g).any() and not np.isnan(w).any():
-            return f"the result contains NaN{at}"
-        if np.isinf(g).any() and not np.isinf(w).any():
-            return f"the result contains inf{at}"
-        if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
-            err = np.where(np.isnan(w) & np.isnan(g), 0.0, np.abs(g - w))
-            err = np.where(np.isnan(err), np.inf, err)  # NaN on one side only: as bad as it gets
-            idx = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
-            return (f"values differ{at}: largest error {float(err[idx]):.3g} at index {idx} "
-                    f"(expected {w[idx]:.6g}, got {g[idx]:.6g})")
-        return None
+        return _compare_arrays(got, want, rtol, atol, exact_dtype, at)
     if isinstance(want, bool) or want is None or isinstance(want, str):
         if type(got) is not type(want) or got != want:
             return f"expected {want!r}, got {_short(got)}{at}"
@@ -192,7 +264,9 @@ def mismatch(got: Any, want: Any, rtol: float, atol: float,
     if isinstance(want, (int, float)):
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             return f"expected the number {want!r}, got {_kind(got)}{at}"
-        if isinstance(want, int) and isinstance(got, int):
+        if isinstance(want, int):  # a count or an id: a float, even 3.0, breaks the contract
+            if not isinstance(got, int):
+                return f"expected the whole number {want} (an int), got the float {got!r}{at}"
             return None if got == want else f"expected {want}, got {got}{at}"
         if not math.isclose(got, want, rel_tol=rtol, abs_tol=atol):
             return f"expected {want:.6g}, got {got:.6g}{at}"
@@ -227,9 +301,43 @@ def mismatch(got: Any, want: Any, rtol: float, atol: float,
 
 
 def _short(x: Any) -> str:
-    text = repr(x) if not isinstance(x, np.ndarray) else _kind(x)
+    if x is None or isinstance(x, np.ndarray):
+        return _kind(x)
+    text = repr(x)
     return text if len(text) <= 80 else text[:77] + "..."
 
+
+# --------------------------------------------------------------- inputs ---
+
+def _mutable_inputs(case: Case) -> list[tuple[str, Any]]:
+    """(name, value) of the case's arguments a call could change in place."""
+    named = [(f"argument {i + 1}", a) for i, a in enumerate(case.args)] + list(case.kwargs.items())
+    return [(n, v) for n, v in named if isinstance(v, (torch.Tensor, np.ndarray, list, dict, set))]
+
+
+def inputs_snapshot(case: Case) -> list:
+    """The case's mutable arguments as plain data (what `inputs_unchanged` compares)."""
+    snap = []
+    for _, value in _mutable_inputs(case):
+        try:
+            snap.append(to_plain(sorted(value) if isinstance(value, set) else value))
+        except (TypeError, ValueError):  # holds something that is not plain data: not compared
+            snap.append(None)
+    return snap
+
+
+def _inputs_problem(check_: Check, case: Case, after: Any) -> str | None:
+    before = inputs_snapshot(case)
+    if not isinstance(after, list) or len(after) != len(before):
+        return "the recorded inputs do not match the test's case"
+    for (name, _), b, a in zip(_mutable_inputs(case), before, after):
+        if b is not None and mismatch(a, b, 0.0, 0.0, exact_dtype=True):
+            return (f"your code changed its input ({name}) in place; the contract leaves its inputs "
+                    "unchanged: compute new tensors/lists (x = x - m, not x -= m or x.sub_(m))")
+    return None
+
+
+# ------------------------------------------------------------ verdicts ---
 
 @dataclass
 class CaseResult:
@@ -241,10 +349,15 @@ class CaseResult:
         return self.problem is None
 
 
-def evaluate(check_: Check, cases: list[Case], outputs: list[Any]) -> list[CaseResult]:
-    """Compare recorded outputs with the oracle, naming known mistakes."""
+def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[CaseResult]:
+    """Compare recorded entries ``[output, inputs after the call]`` with the
+    oracle, naming known mistakes."""
     results = []
-    for case, got in zip(cases, outputs):
+    for case, entry in zip(cases, entries):
+        if not isinstance(entry, list) or len(entry) != 2:
+            results.append(CaseResult(case.label, "the recorded result is not in the expected form"))
+            continue
+        got, after = entry
         want = check_.expected(case)
         want = want if isinstance(want, Raises) else to_plain(want)
         problem = mismatch(got, want, check_.rtol, check_.atol, check_.exact_dtype)
@@ -252,6 +365,8 @@ def evaluate(check_: Check, cases: list[Case], outputs: list[Any]) -> list[CaseR
             hint = _matching_mistake(check_, case, got) or check_.hint
             if hint:
                 problem = f"{problem}. {hint}"
+        if problem is None and check_.inputs_unchanged:
+            problem = _inputs_problem(check_, case, after)
         results.append(CaseResult(case.label, problem))
     return results
 
@@ -260,35 +375,32 @@ def _not_implemented(got: Any) -> bool:
     return isinstance(got, Raised) and "NotImplementedError" in got.names
 
 
+def mistake_output(m: Mistake, case: Case) -> Any:
+    """A mistake's output on a case as plain data, NOT_APPLICABLE, or the
+    `Raised` it raises (so may the student's code, making the same mistake)."""
+    try:
+        out = m.output(copy.deepcopy(case))
+    except Exception as exc:
+        return raised(exc)
+    return out if out is NOT_APPLICABLE else to_plain(out)
+
+
 def _matching_mistake(check_: Check, case: Case, got: Any) -> str | None:
     for m in check_.mistakes:
-        try:
-            wrong = to_plain(m.output(copy.deepcopy(case)))
-        except Exception as exc:  # the mistake crashes on this case: so may the student's code
-            if isinstance(got, Raised) and got.names[0] == type(exc).__name__:
-                return m.hint
+        wrong = mistake_output(m, case)
+        if wrong is NOT_APPLICABLE:
             continue
-        if not isinstance(got, Raised) and mismatch(got, wrong, check_.rtol, check_.atol) is None:
+        if isinstance(wrong, Raised):
+            if isinstance(got, Raised) and got.names[0] == wrong.names[0]:
+                return m.hint
+        elif not isinstance(got, Raised) and mismatch(got, wrong, check_.rtol, check_.atol) is None:
             return m.hint
     return None
 
 
-# --------------------------------------------------------- running cases ---
-
-def run_student(check_: Check, obj: Any, cases: list[Case]) -> list[Any]:
-    """Call the student's object on each case; exceptions become `Raised`."""
-    outputs = []
-    for case in cases:
-        try:
-            out = check_.call(obj, copy.deepcopy(case))
-            outputs.append(to_plain(out))  # exactly what the judge would see
-        except Exception as exc:  # the student's bug is the feedback, not a crash
-            outputs.append(raised(exc))
-    return outputs
-
-
-def _summary(name: str, hidden: bool, results: list[CaseResult]) -> tuple[bool, str]:
-    kind = "hidden" if hidden else "visible"
+def summary(check_: Check, hidden: bool, results: list[CaseResult]) -> tuple[bool, str]:
+    """(passed, report) for one check: one line, plus up to three failed cases."""
+    kind, name = ("hidden" if hidden else "visible"), check_.qualified_name
     failed = [r for r in results if not r.passed]
     if not failed:
         return True, f"✓ {name}: {len(results)} {kind} case{'s' * (len(results) != 1)} pass"
@@ -301,48 +413,133 @@ def _summary(name: str, hidden: bool, results: list[CaseResult]) -> tuple[bool, 
 
 
 def judge_record(name: str, hidden: bool, seed: int | None, text: str | None) -> tuple[bool, str]:
-    """Trusted side: verdict for one check from the JSON a kernel recorded."""
-    check_ = get_check(name)
+    """Trusted side: the verdict for one check from the JSON a kernel recorded."""
     kind = "hidden" if hidden else "visible"
+    try:
+        check_ = get_check(name)
+    except CheckUnavailable as err:
+        return False, f"✗ {name}: {err} (tell your instructor)."
     if text is None:
         return False, (f"✗ {name}: no {kind} results were recorded. The test cell did not reach "
                        "this check: an earlier line raised, or the kernel died or timed out.")
     try:
-        outputs = decode(text)
+        entries = decode(text)
     except ValueError as err:
         return False, f"✗ {name}: the recorded {kind} results are unreadable ({err})."
     cases = check_.make_cases(hidden, seed)
-    if not isinstance(outputs, list) or len(outputs) != len(cases):
+    if not isinstance(entries, list) or len(entries) != len(cases):
         return False, f"✗ {name}: the recorded {kind} results do not match the test's cases."
-    return _summary(name, hidden, evaluate(check_, cases, outputs))
+    return summary(check_, hidden, evaluate(check_, cases, entries))
+
+
+# --------------------------------------------------------- running cases ---
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    """('torch.nn.functional.softmax') -> (the torch.nn.functional module, 'softmax')."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:-1]:
+            owner = getattr(owner, attr)
+        return owner, parts[-1]
+    raise ValueError(f"cannot resolve {dotted!r}")
+
+
+@contextlib.contextmanager
+def forbidden(names: Sequence[str]) -> Iterator[None]:
+    """Make the named library functions raise while the block runs."""
+    spots = [(*_resolve(n), n) for n in names]
+    saved = [(owner, attr, owner.__dict__.get(attr), attr in owner.__dict__) for owner, attr, _ in spots]
+
+    def refuse(what: str) -> Callable:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError(f"{what} is not allowed in this exercise: write it with basic tensor operations")
+        return refused
+
+    try:
+        for owner, attr, what in spots:
+            setattr(owner, attr, refuse(what))
+        yield
+    finally:
+        for owner, attr, old, had in saved:
+            if had:
+                setattr(owner, attr, old)
+            else:
+                delattr(owner, attr)
+
+
+def run_student(check_: Check, obj: Any, cases: list[Case]) -> list[list]:
+    """Call the student's object on each case. Each entry is
+    ``[output, inputs after the call]`` as plain data; exceptions become
+    `Raised`."""
+    entries = []
+    for case in cases:
+        mine = copy.deepcopy(case)
+        try:
+            with forbidden(check_.forbid):
+                out = to_plain(check_.call(obj, mine))  # exactly what the judge would see
+        except Exception as exc:  # the student's bug is the feedback, not a crash
+            out = raised(exc)
+        entries.append([out, inputs_snapshot(mine) if check_.inputs_unchanged else []])
+    return entries
 
 
 # --------------------------------------------------------------- entry ---
 
-def record_path(probe_dir: Path, name: str, hidden: bool) -> Path:
-    return probe_dir / f"{name}.{'hidden' if hidden else 'visible'}.json"
+def _check_lines(filename: str, module_globals: dict) -> list[int]:
+    """Line numbers of the ``check(...)`` calls in a cell's (or file's) source."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename, module_globals)))
+    except (SyntaxError, ValueError):
+        return []
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, "id", getattr(n.func, "attr", None)) == "check"]
+
+
+_failed_in_cell: dict[str, list[str]] = {}
+
+
+def _report_student(name: str, ok: bool, report: str, caller: Any) -> None:
+    """Show a student-mode report; raise once the cell's last check ran.
+
+    A test cell calls several checks; each prints its result, and the last
+    one raises if any of them failed, so that a failing cell shows them all.
+    """
+    if os.environ.get(BOOK_ENV):  # the book shows unsolved stubs: say so, never raise
+        print(report if ok else report.splitlines()[0] + " (expected until the exercise is solved)")
+        return
+    print(report)
+    where = caller.f_code.co_filename
+    lines = _check_lines(where, caller.f_globals)
+    if not lines or caller.f_lineno <= min(lines):
+        _failed_in_cell[where] = []
+    failed = _failed_in_cell.setdefault(where, [])
+    if not ok:
+        failed.append(name)
+    if failed and (not lines or caller.f_lineno >= max(lines)):
+        _failed_in_cell.pop(where, None)
+        __tracebackhide__ = True  # IPython and pytest hide this frame: the reports are the feedback
+        raise AssertionError(f"{len(failed)} check(s) failed: {', '.join(failed)} (details above)")
 
 
 def check(name: str, obj: Any, *, hidden: bool = False) -> None:
-    """Run (or, under the autograder, record) the check called `name` on `obj`."""
+    """Run (or, under the autograder, record) the check ``"topic.name"`` on `obj`."""
     check_ = get_check(name)
     probe_dir = os.environ.get(PROBE_DIR_ENV)
     if probe_dir:
         probe = Path(probe_dir)
-        seed = None
-        if hidden:
-            seed = int((probe / PROBE_SEED_FILE).read_text().strip())
-        cases = check_.make_cases(hidden, seed)
-        outputs = run_student(check_, obj, cases)
-        record_path(probe, name, hidden).write_text(encode(outputs))
-        print(f"recorded {len(outputs)} results of '{name}' for grading")
+        seed = int((probe / PROBE_SEED_FILE).read_text().strip()) if hidden else None
+        entries = run_student(check_, obj, check_.make_cases(hidden, seed))
+        (probe / record_name(name, hidden)).write_text(encode(entries))
+        print(f"recorded {len(entries)} results of '{name}' for grading")
         return
     cases = check_.make_cases(hidden)
-    ok, report = _summary(name, hidden, evaluate(check_, cases, run_student(check_, obj, cases)))
-    if ok:
-        print(report)
-    elif os.environ.get(BOOK_ENV):
-        print(report.splitlines()[0] + " (expected until the exercise is solved)")
-    else:
-        __tracebackhide__ = True  # IPython and pytest hide this frame: the message is the feedback
-        raise AssertionError("\n" + report)
+    ok, report = summary(check_, hidden, evaluate(check_, cases, run_student(check_, obj, cases)))
+    _report_student(name, ok, report, sys._getframe(1))
+
+
+__all__ = ["Case", "Check", "CheckUnavailable", "Mistake", "NOT_APPLICABLE", "Raises", "cell_score",
+           "check", "checks_of", "forbidden", "get_check", "judge_record", "register"]

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .framework import Case, Check, Mistake, randn, register
+from .framework import Case, Check, Mistake, register
+from .kit import describe, randn
 
 
 def _linear_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -15,9 +16,11 @@ def _linear_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     cases = []
     for b, n, d_in, d_out in shapes:
         x, w, bias = randn(rng, b, n, d_in), randn(rng, d_in, d_out), randn(rng, d_out)
-        cases.append(Case(f"x of shape ({b}, {n}, {d_in}), W of shape ({d_in}, {d_out})", (x, w, bias)))
+        cases.append(Case(describe(x=x, W=w), (x, w, bias)))
     if hidden:  # one unbatched input: the same code must handle (seq, d_in)
-        cases.append(Case("unbatched x of shape (4, 3)", (randn(rng, 4, 3), randn(rng, 3, 2), randn(rng, 2))))
+        x, w, bias = randn(rng, 4, 3), randn(rng, 3, 2), randn(rng, 2)
+        cases.append(Case("unbatched " + describe(x=x, W=w), (x, w, bias)))
+        cases.append(Case("float64 " + describe(x=x, W=w), (x.double(), w.double(), bias.double())))
     return cases
 
 
@@ -27,10 +30,12 @@ def _square_transposed(case: Case) -> torch.Tensor:
 
 
 register(
+    __name__,
     Check(
         name="linear_rows",
         cases=_linear_cases,
         expected=lambda c: F.linear(c.args[0], c.args[1].T, c.args[2]),  # PyTorch's own layer maths
+        forbid=("torch.nn.functional.linear",),
         mistakes=[
             Mistake("Did you forget to add the bias b?", lambda c: c.args[0] @ c.args[1]),
             Mistake("Did you multiply by W transposed? With row vectors the product is x @ W, "

@@ -1,0 +1,124 @@
+"""Fast, in-process tests of every chapter's checks (no nbgrader, no kernel).
+
+For every chapter:
+* the reference answer passes every check, visible and hidden, on several
+  hidden seeds;
+* every known mistake of every check differs from the oracle on at least one
+  case, on every seed (a hint that can never fire is dead);
+* every mutant in ``tests/mutants`` loses points in the test cells it names,
+  on every seed, and the feedback there shows the hint it declares;
+* the released stub fails every check as "not implemented";
+* student mode (what a test cell shows in Jupyter) and the judge's verdict
+  from recorded results agree on every visible check.
+The mutation suite in test_grading.py repeats the mutants through the real
+autograder, on one seed.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from types import ModuleType
+
+import nbformat
+import pytest
+
+from autograder.chapters import Chapter, all_chapters
+from course.checks import framework
+from course.checks.framework import NOT_APPLICABLE, Check, checks_of, mismatch
+from course.checks.plain import Raised, encode, to_plain
+from mutants import mutants_for
+from submissions import apply_edits, as_module, cells_of, solution_sources, student_notebook, verdicts
+
+CHAPTERS = all_chapters()
+HIDDEN_SEEDS = (None, 11, 2024, 31337)  # None: the default hidden seed
+
+
+def reference(ch: Chapter) -> ModuleType:
+    return importlib.import_module(f"course.reference.{ch.topic}")
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_every_check_is_called_by_a_test_cell(ch):
+    called = {c.check.name for calls in cells_of(ch).values() for c in calls}
+    assert called == set(checks_of(ch.topic)), "registered checks no test cell calls, or the reverse"
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_reference_passes_every_check_on_every_seed(ch):
+    for gid, calls in cells_of(ch).items():
+        for seed in HIDDEN_SEEDS:
+            failed = [text for ok, text in verdicts(calls, reference(ch), seed) if not ok]
+            assert not failed, f"{gid}, seed {seed}:\n" + "\n".join(failed)
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_released_stub_is_not_implemented(ch):
+    stub = as_module(nbformat.read(ch.student, as_version=4), f"stub_{ch.topic}")
+    for gid, calls in cells_of(ch).items():
+        for ok, text in verdicts([c for c in calls if not c.hidden], stub, None):
+            assert not ok and "not implemented yet" in text, f"{gid}: {text}"
+
+
+def _mistake_fires(check_: Check, mistake: framework.Mistake, hidden: bool, seed: int | None) -> bool:
+    for case in check_.make_cases(hidden, seed):
+        wrong = framework.mistake_output(mistake, case)
+        if wrong is NOT_APPLICABLE:
+            continue
+        want = check_.expected(case)
+        want = want if isinstance(want, framework.Raises) else to_plain(want)
+        if isinstance(wrong, Raised) and isinstance(want, framework.Raises):
+            if not set(wrong.names) & set(want.names):
+                return True
+        elif mismatch(wrong, want, check_.rtol, check_.atol):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_every_mistake_fires_on_every_seed(ch):
+    dead = []
+    for check_ in checks_of(ch.topic).values():
+        for m in check_.mistakes:
+            for seed in HIDDEN_SEEDS:
+                if not _mistake_fires(check_, m, True, seed):
+                    dead.append(f"{check_.qualified_name}: '{m.hint[:60]}' on hidden seed {seed}")
+    assert not dead, "mistakes that match the oracle on every case:\n" + "\n".join(dead)
+
+
+MUTANTS = [pytest.param(ch, m, id=f"{ch.id}-{m.name}") for ch in CHAPTERS for m in mutants_for(ch.topic)]
+
+
+@pytest.mark.parametrize("ch,mutant", MUTANTS)
+def test_mutant_loses_points_and_shows_its_hint_on_every_seed(ch, mutant):
+    assert mutant.hint, f"mutant '{mutant.name}' declares no hint"
+    answers = solution_sources(ch)
+    answers[mutant.cell] = apply_edits(answers[mutant.cell], mutant.edits, mutant.name)
+    module = as_module(student_notebook(ch, answers), f"mutant_{ch.topic}")
+    cells = cells_of(ch)
+    for gid in mutant.loses:
+        for seed in HIDDEN_SEEDS:
+            results = verdicts(cells[gid], module, seed)
+            failed = [text for ok, text in results if not ok]
+            assert failed, f"{gid} kept full marks on seed {seed}"
+            assert any(mutant.hint in text for text in failed), (
+                f"{gid}, seed {seed}: the feedback does not show {mutant.hint!r}:\n" + "\n".join(failed))
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_student_mode_agrees_with_the_judge(ch):
+    """What a test cell shows in Jupyter is what the grader decides from the
+    recorded results, for the solution and every mutant."""
+    answers = solution_sources(ch)
+    variants = {"solution": answers}
+    for m in mutants_for(ch.topic):
+        variants[m.name] = {**answers, m.cell: apply_edits(answers[m.cell], m.edits, m.name)}
+    for name, variant in variants.items():
+        module = as_module(student_notebook(ch, variant), f"variant_{ch.topic}")
+        for calls in cells_of(ch).values():
+            for call in (c for c in calls if not c.hidden):
+                cases = call.check.make_cases(False)
+                entries = framework.run_student(call.check, getattr(module, call.obj), copy.deepcopy(cases))
+                shown = framework.summary(call.check, False, framework.evaluate(call.check, cases, entries))
+                judged = framework.judge_record(call.check.qualified_name, False, None, encode(entries))
+                assert shown == judged, f"{name}: {call.check.qualified_name}"
