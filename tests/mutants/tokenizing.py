@@ -3,102 +3,163 @@ from submissions import Mutant
 CHAR, MERGE, TRAIN, ENCODE, BPE = "char-tokenizer", "merge-pair", "train-bpe", "bpe-encode", "bpe-tokenizer"
 T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE = (f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE))
 
+_SPECIALS_FIRST = "Did you put the special tokens after the other tokens?"
+_HARD_CODED = "Did you hard-code the ids of the special tokens as 0..3?"
+_UNKNOWN = "Unknown tokens must not raise"
+_KEEPS = "Did decode keep the special tokens?"
+_INPLACE = "changed its input"
+_ORDER = "in another order than the learned one"
+_TIES = "How do you break ties?"
+_TRAIN_LOOP = ("    while len(merges) < num_merges:\n        pair_counts: Counter = Counter()\n"
+               "        for tokens, count in words:\n            for pair in zip(tokens, tokens[1:]):\n"
+               "                pair_counts[pair] += count\n")
+_ENCODE_LOOP = ("            for pair in merges:  # rank order: the order of learning\n"
+                "                if len(tokens) < 2:\n                    break\n"
+                "                tokens = merge_pair(tokens, pair)\n")
+
 MUTANTS = [
     # ---- CharTokenizer
     Mutant("char: specials after the characters", CHAR,
-           (("list(specials) + sorted(set(corpus))", "sorted(set(corpus)) + list(specials)"),), (T_CHAR,)),
+           (("list(specials) + sorted(set(corpus))", "sorted(set(corpus)) + list(specials)"),), (T_CHAR,),
+           hint=_SPECIALS_FIRST),
     Mutant("char: vocabulary in order of first appearance", CHAR,
            (("list(specials) + sorted(set(corpus))", "list(specials) + list(dict.fromkeys(corpus))"),),
-           (T_CHAR,)),
+           (T_CHAR,), hint="Is your vocabulary in order of first appearance?"),
     Mutant("char: unknown characters crash", CHAR,
-           (("[self.stoi.get(ch, self.unk_id) for ch in text]", "[self.stoi[ch] for ch in text]"),), (T_CHAR,)),
+           (("[self.stoi.get(ch, self.unk_id) for ch in text]", "[self.stoi[ch] for ch in text]"),), (T_CHAR,),
+           hint=_UNKNOWN),
     Mutant("char: decode keeps special tokens", CHAR,
            (("silent = {self.pad_id, self.bos_id, self.eos_id}", "silent = set()"),
-            ("UNK_CHAR if i == self.unk_id else self.itos[i]", "self.itos[i]")), (T_CHAR,)),
+            ("UNK_CHAR if i == self.unk_id else self.itos[i]", "self.itos[i]")), (T_CHAR,), hint=_KEEPS),
     Mutant("char: <unk> decodes to '<unk>'", CHAR,
-           (("UNK_CHAR if i == self.unk_id else self.itos[i]", "self.itos[i]"),), (T_CHAR,)),
+           (("UNK_CHAR if i == self.unk_id else self.itos[i]", "self.itos[i]"),), (T_CHAR,),
+           hint="Did <unk> decode to the string '<unk>'?"),
     Mutant("char: special ids hard-coded 0..3", CHAR,
            (('self.pad_id, self.bos_id = self.stoi["<pad>"], self.stoi["<bos>"]', "self.pad_id, self.bos_id = 0, 1"),
             ('self.eos_id, self.unk_id = self.stoi["<eos>"], self.stoi["<unk>"]', "self.eos_id, self.unk_id = 2, 3")),
-           (T_CHAR,)),
+           (T_CHAR,), hint=_HARD_CODED),
     Mutant("char: add_special forgets <eos>", CHAR,
-           (("[self.bos_id] + ids + [self.eos_id]", "[self.bos_id] + ids"),), (T_CHAR,)),
+           (("[self.bos_id] + ids + [self.eos_id]", "[self.bos_id] + ids"),), (T_CHAR,), hint="forget the <eos> id"),
     Mutant("char: negative ids wrap around", CHAR,
-           (("if not 0 <= i < self.vocab_size:", "if i >= self.vocab_size:"),), (T_CHAR,)),
+           (("if not 0 <= i < self.vocab_size:", "if i >= self.vocab_size:"),), (T_CHAR,),
+           hint="Did a negative id index the vocabulary from the end?"),
+    # in place: decode strips the padding off the caller's list
+    Mutant("char: decode pops trailing <pad> ids off its input", CHAR,
+           (("        pieces = []\n", "        pieces = []\n        while ids and ids[-1] == self.pad_id:\n"
+                                   "            ids.pop()  # padding gives no text anyway\n"),),
+           (T_CHAR,), hint=_INPLACE),
+    # ids must be Python ints (list[int]): numpy integers are not
+    Mutant("char: ids are numpy integers", CHAR,
+           (("        return ids\n", '        return list(__import__("numpy").array(ids, dtype="int64"))\n'),),
+           (T_CHAR,), hint="encode must return a list of Python ints"),
     # ---- merge_pair
     Mutant("merge: no jump past a merged pair", MERGE, (("            i += 2\n", "            i += 1\n"),),
-           (T_MERGE, T_TRAIN)),
+           (T_MERGE, T_TRAIN), hint="re-use the second token of a merged pair"),
     Mutant("merge: first occurrence only", MERGE,
-           (("            i += 2\n", "            return merged + tokens[i + 2:]\n"),), (T_MERGE, T_TRAIN)),
+           (("            i += 2\n", "            return merged + tokens[i + 2:]\n"),), (T_MERGE, T_TRAIN),
+           hint="merge only the first occurrence"),
     Mutant("merge: compares concatenated text", MERGE,
            (("tokens[i] == first and tokens[i + 1] == second", "tokens[i] + tokens[i + 1] == first + second"),),
-           (T_MERGE,)),
+           (T_MERGE,), hint="Did you compare the concatenated text"),
     Mutant("merge: last pair never tested", MERGE,
-           (("if i + 1 < len(tokens) and", "if i + 2 < len(tokens) and"),), (T_MERGE, T_TRAIN)),
+           (("if i + 1 < len(tokens) and", "if i + 2 < len(tokens) and"),), (T_MERGE, T_TRAIN),
+           hint="Is a pair at the very end"),
+    Mutant("merge: merges in place (tokens modified)", MERGE,
+           (("            merged.append(first + second)\n            i += 2\n",
+             "            tokens[i:i + 2] = [first + second]\n            merged.append(tokens[i])\n"
+             "            i += 1\n"),), (T_MERGE,), hint=_INPLACE),
+    Mutant("merge: returns the input list when the pair is absent", MERGE,
+           (("    first, second = pair\n", "    first, second = pair\n    if pair not in zip(tokens, tokens[1:]):\n"
+                                         "        return tokens  # nothing to merge\n"),), (T_MERGE,),
+           hint="it returned the list it was given"),
     # ---- train_bpe
     Mutant("train: pairs counted across word boundaries", TRAIN,
-           (("word_counts = Counter(pretokenize(corpus))", "word_counts = Counter([corpus])"),), (T_TRAIN,)),
+           (("word_counts = Counter(pretokenize(corpus))", "word_counts = Counter([corpus])"),), (T_TRAIN,),
+           hint="Did you count pairs across word boundaries?"),
     Mutant("train: last pair of each word missed", TRAIN,
-           (("zip(tokens, tokens[1:])", "zip(tokens, tokens[1:-1])"),), (T_TRAIN,)),
+           (("zip(tokens, tokens[1:])", "zip(tokens, tokens[1:-1])"),), (T_TRAIN,),
+           hint="Did you miss the last pair of each word?"),
     Mutant("train: ties to the first pair found", TRAIN,
            (("max(pair_counts, key=lambda p: (pair_counts[p], p))", "max(pair_counts, key=pair_counts.get)"),),
-           (T_TRAIN,)),
+           (T_TRAIN,), hint=_TIES),
     Mutant("train: ties to the smallest pair", TRAIN,
            (("max(pair_counts, key=lambda p: (pair_counts[p], p))",
-             "min(pair_counts, key=lambda p: (-pair_counts[p], p))"),), (T_TRAIN,)),
+             "min(pair_counts, key=lambda p: (-pair_counts[p], p))"),), (T_TRAIN,), hint=_TIES),
+    Mutant("train: ties compared ignoring case", TRAIN,
+           (("max(pair_counts, key=lambda p: (pair_counts[p], p))",
+             "max(pair_counts, key=lambda p: (pair_counts[p], p[0].lower(), p[1].lower()))"),), (T_TRAIN,),
+           hint=_TIES),
     Mutant("train: word frequencies ignored", TRAIN,
-           (("pair_counts[pair] += count", "pair_counts[pair] += 1"),), (T_TRAIN,)),
+           (("pair_counts[pair] += count", "pair_counts[pair] += 1"),), (T_TRAIN,),
+           hint="Did you count each distinct word once?"),
     Mutant("train: merges pairs seen once", TRAIN,
-           (("if pair_counts[best] < 2:", "if pair_counts[best] < 1:"),), (T_TRAIN,)),
+           (("if pair_counts[best] < 2:", "if pair_counts[best] < 1:"),), (T_TRAIN,),
+           hint="Did you keep merging pairs that occur only once?"),
     Mutant("train: pairs counted once, before merging", TRAIN,
-           (("    while len(merges) < num_merges:\n        pair_counts: Counter = Counter()\n"
-             "        for tokens, count in words:\n            for pair in zip(tokens, tokens[1:]):\n"
-             "                pair_counts[pair] += count\n",
+           ((_TRAIN_LOOP,
              "    pair_counts: Counter = Counter()\n    for tokens, count in words:\n"
              "        for pair in zip(tokens, tokens[1:]):\n            pair_counts[pair] += count\n"
              "    while len(merges) < num_merges:\n        pair_counts = Counter({p: c for p, c in "
-             "pair_counts.items() if p not in merges})\n"),), (T_TRAIN,)),
+             "pair_counts.items() if p not in merges})\n"),), (T_TRAIN,),
+           hint="Did you count the pairs only once, before the first merge?"),
     Mutant("train: negative num_merges accepted", TRAIN,
            (('        raise ValueError(f"num_merges must be >= 0, got {num_merges}")\n', "        return []\n"),),
-           (T_TRAIN,)),
+           (T_TRAIN,), hint="expected ValueError"),
+    # the contract's type: a list of (str, str) tuples
+    Mutant("train: merges as lists, not tuples", TRAIN,
+           (("        merges.append(best)\n", "        merges.append(list(best))\n"),), (T_TRAIN,),
+           hint="train_bpe must return a list of (str, str) tuples"),
     # ---- bpe_encode
     Mutant("encode: merges in reverse order", ENCODE,
-           (("for pair in merges:  # rank order", "for pair in reversed(merges):  # rank order"),), (T_ENCODE,)),
+           (("for pair in merges:  # rank order", "for pair in reversed(merges):  # rank order"),), (T_ENCODE,),
+           hint=_ORDER),
     Mutant("encode: merges sorted", ENCODE,
-           (("for pair in merges:  # rank order", "for pair in sorted(merges):  # rank order"),), (T_ENCODE,)),
+           (("for pair in merges:  # rank order", "for pair in sorted(merges):  # rank order"),), (T_ENCODE,),
+           hint=_ORDER),
     Mutant("encode: most frequent known pair first", ENCODE,
-           (("            for pair in merges:  # rank order: the order of learning\n"
-             "                if len(tokens) < 2:\n                    break\n"
-             "                tokens = merge_pair(tokens, pair)\n",
+           ((_ENCODE_LOOP,
              "            known = set(merges)\n            while True:\n"
              "                found = Counter(p for p in zip(tokens, tokens[1:]) if p in known)\n"
              "                if not found:\n                    break\n"
-             "                tokens = merge_pair(tokens, max(found, key=found.get))\n"),), (T_ENCODE,)),
+             "                tokens = merge_pair(tokens, max(found, key=found.get))\n"),), (T_ENCODE,), hint=_ORDER),
     Mutant("encode: one greedy left-to-right scan", ENCODE,
-           (("            for pair in merges:  # rank order: the order of learning\n"
-             "                if len(tokens) < 2:\n                    break\n"
-             "                tokens = merge_pair(tokens, pair)\n",
+           ((_ENCODE_LOOP,
              "            known, scanned = set(merges), []\n            for t in tokens:\n"
              "                if scanned and (scanned[-1], t) in known:\n                    scanned[-1] += t\n"
              "                else:\n                    scanned.append(t)\n            tokens = scanned\n"),),
-           (T_ENCODE,)),
+           (T_ENCODE,), hint=_ORDER),
     Mutant("encode: whitespace lost (text.split())", ENCODE,
-           (("for word in pretokenize(text):", "for word in text.split():"),), (T_ENCODE,)),
+           (("for word in pretokenize(text):", "for word in text.split():"),), (T_ENCODE,),
+           hint="Did you split with text.split()?"),
+    # in place: prunes the caller's merges (the tokens come out right)
+    Mutant("encode: prunes the merges list in place", ENCODE,
+           (("    result: list[str] = []\n",
+             "    result: list[str] = []\n    merges[:] = [p for p in merges if p[0] + p[1] in text]  # speed-up\n"),),
+           (T_ENCODE,), hint=_INPLACE),
     # ---- BPETokenizer
     Mutant("bpe: duplicate merged strings added twice", BPE,
            (("            if token not in self.stoi:  # two merges may build the same string\n"
              "                self.stoi[token] = len(self.itos)\n",
-             "            if True:\n                self.stoi[token] = len(self.itos)\n"),), (T_BPE,)),
+             "            if True:\n                self.stoi[token] = len(self.itos)\n"),), (T_BPE,),
+           hint="Did you add a merged token twice?"),
     Mutant("bpe: merged tokens sorted", BPE,
-           (("for first, second in self.merges:", "for first, second in sorted(self.merges):"),), (T_BPE,)),
+           (("for first, second in self.merges:", "for first, second in sorted(self.merges):"),), (T_BPE,),
+           hint="Did you sort the merged tokens?"),
     Mutant("bpe: decode joins tokens with spaces", BPE, (('return "".join(pieces)', 'return " ".join(pieces)'),),
-           (T_BPE,)),
+           (T_BPE,), hint="Did decode join the tokens with spaces?"),
     Mutant("bpe: unknown tokens crash", BPE,
-           (("[self.stoi.get(token, self.unk_id) for token", "[self.stoi[token] for token"),), (T_BPE,)),
+           (("[self.stoi.get(token, self.unk_id) for token", "[self.stoi[token] for token"),), (T_BPE,),
+           hint=_UNKNOWN),
     Mutant("bpe: decode keeps special tokens", BPE,
-           (("silent = {self.pad_id, self.bos_id, self.eos_id}", "silent = set()"),), (T_BPE,)),
+           (("silent = {self.pad_id, self.bos_id, self.eos_id}", "silent = set()"),), (T_BPE,), hint=_KEEPS),
     Mutant("bpe: special ids hard-coded 0..3", BPE,
            (('self.eos_id, self.unk_id = self.stoi["<eos>"], self.stoi["<unk>"]', "self.eos_id, self.unk_id = 2, 3"),
             ('self.pad_id, self.bos_id = self.stoi["<pad>"], self.stoi["<bos>"]', "self.pad_id, self.bos_id = 0, 1")),
-           (T_BPE,)),
+           (T_BPE,), hint=_HARD_CODED),
+    # an attribute the contract asks for
+    Mutant("bpe: merges kept under another name", BPE,
+           (("self.merges: list[tuple[str, str]] = list(merges)", "self._merges: list[tuple[str, str]] = list(merges)"),
+            ("for first, second in self.merges:", "for first, second in self._merges:"),
+            ("bpe_encode(text, self.merges)", "bpe_encode(text, self._merges)")), (T_BPE,),
+           hint="has no attribute 'merges'"),
 ]
