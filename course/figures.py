@@ -2,63 +2,230 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from dataclasses import dataclass
 
-# (key, label, chapter, x, y, width): one box of the encoder-decoder map
-_BOXES = [
-    ("tokenize_src", "Tokenize source\n(ch. 1)", 1, 0.0, 0.0, 2.6),
-    ("embed_src", "Embedding (ch. 2)\n+ positions (ch. 3)", 2, 0.0, 1.2, 2.6),
-    ("enc_attn", "Multi-head self-attention\n(ch. 4, 5)", 4, 0.0, 2.6, 2.6),
-    ("enc_norm1", "Add & norm (ch. 6)", 6, 0.0, 3.6, 2.6),
-    ("enc_ffn", "Feed-forward (ch. 7)", 7, 0.0, 4.4, 2.6),
-    ("enc_norm2", "Add & norm (ch. 6)", 6, 0.0, 5.2, 2.6),
-    ("tokenize_tgt", "Tokenize target\n(ch. 1)", 1, 3.6, 0.0, 2.6),
-    ("embed_tgt", "Embedding (ch. 2)\n+ positions (ch. 3)", 2, 3.6, 1.2, 2.6),
-    ("dec_self", "Masked self-attention\n(ch. 8)", 8, 3.6, 2.6, 2.6),
-    ("dec_norm1", "Add & norm", 6, 3.6, 3.6, 2.6),
-    ("dec_cross", "Cross-attention (ch. 8)", 8, 3.6, 4.4, 2.6),
-    ("dec_norm2", "Add & norm", 6, 3.6, 5.2, 2.6),
-    ("dec_ffn", "Feed-forward", 7, 3.6, 6.0, 2.6),
-    ("dec_norm3", "Add & norm", 6, 3.6, 6.8, 2.6),
-    ("output", "Linear + softmax (ch. 9)", 9, 3.6, 7.9, 2.6),
-]
+import matplotlib.pyplot as plt
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+from matplotlib.path import Path
+
+# ---------------------------------------------------------------------------
+# architecture_map: the encoder-decoder Transformer as the course builds it
+# ---------------------------------------------------------------------------
+#
+# Each column is a table of steps, bottom to top. A step is a plain box, the
+# text the column starts from, or a stack of N identical pre-LN layers: each
+# sub-layer of a layer is drawn as  LayerNorm -> sub-layer -> (+), with the
+# residual arrow from the sub-layer's input around both boxes into (+).
+# `shape` is the shape of the tensor on the arrow leaving a step.
+
+_IDS = "token ids  $(B, S)$"
+_ACTS = r"$(B, S, d_{\mathrm{model}})$"
+_VOCAB = r"$(B, S, |\mathcal{V}|)$"
+
+
+@dataclass(frozen=True)
+class _Step:
+    kind: str  # "input" (plain text), "box", or "stack" (N pre-LN layers of `sublayers`)
+    label: str = ""
+    chapter: int | None = None
+    shape: str = ""
+    sublayers: tuple[tuple[str, str, int], ...] = ()  # (key, label, chapter) of each sub-layer
+
+
+_ENCODER = (
+    _Step("input", "source text"),
+    _Step("box", "Tokenize source (ch. 1)", 1, shape=_IDS),
+    _Step("box", "Embedding (ch. 2)\n+ positions (ch. 3)", 2, shape=_ACTS),
+    _Step("stack", sublayers=(("enc_self", "Multi-head self-attention\n(ch. 4, 5)", 4),
+                             ("enc_ffn", "Feed-forward (ch. 7)", 7))),
+    _Step("box", "Final LayerNorm (ch. 6)", 6, shape=_ACTS),
+)
+_DECODER = (
+    _Step("input", "target text, shifted right"),
+    _Step("box", "Tokenize target (ch. 1)", 1, shape=_IDS),
+    _Step("box", "Embedding (ch. 2)\n+ positions (ch. 3)", 2, shape=_ACTS),
+    _Step("stack", sublayers=(("dec_self", "Masked self-attention\n(ch. 8)", 8),
+                             ("dec_cross", "Cross-attention\n(ch. 8)", 8),
+                             ("dec_ffn", "Feed-forward (ch. 7)", 7))),
+    _Step("box", "Final LayerNorm (ch. 6)", 6, shape=_ACTS),
+    _Step("box", "Linear (ch. 9)", 9, shape="logits  " + _VOCAB),
+    _Step("box", "Softmax (ch. 9)", 9, shape="next-token probabilities  " + _VOCAB),
+)
+
+# Geometry, in inches: the map is drawn at one data unit per inch.
+_BOX_W = 1.85                       # width of every box
+_BOX_H = 0.32                       # a one-line box
+_BOX_H2 = 0.46                      # a two-line box
+_INPUT_H = 0.18                     # the line of text a column starts from
+_GAP = 0.25                         # vertical room for an arrow between two boxes
+_SHAPE_GAP = 0.36                   # ... for an arrow with a shape written beside it
+_ADD_R = 0.1                        # radius of a (+) node
+_RESIDUAL_DX = _BOX_W / 2 + 0.12    # residual paths run this far from the column's centre
+_FRAME = _RESIDUAL_DX + 0.15        # half the width of a dashed "× N" frame
+_COLUMN_GAP = 0.75                  # between the two frames, for the encoder-to-decoder arrow
+_MARGIN = 0.4                       # outside the frames, for "× N"
+_COLUMNS = {                        # title: (centre x, steps, side of the residual paths; -1 left)
+    "Encoder": (0.0, _ENCODER, -1),
+    "Decoder": (2 * _FRAME + _COLUMN_GAP, _DECODER, +1),
+}
+
+# Colours and font sizes
+_LIT, _ALL, _OFF = "#f4c27a", "#cfe0f3", "#eeeeee"  # box fill: highlighted / no highlight / other chapters
+_EDGE, _EDGE_OFF = "#555555", "#bbbbbb"
+_TEXT, _TEXT_OFF = "black", "#999999"
+_FLOW = "#666666"                                   # data-flow arrows
+_ACCENT = "#e8590c"                                 # highlighted arrows and (+) nodes
+_FONT, _SMALL, _SHAPE_FONT = 9, 8, 9                # box labels, side notes, tensor shapes
+
+
+def _lit(chapter: int | None, highlight: int | None) -> bool:
+    """Is a part built in `chapter` drawn in colour when the map highlights `highlight`?"""
+    if highlight is None or highlight == 10:  # chapter 10 trains every part
+        return True
+    return (chapter == highlight
+            or (highlight == 5 and chapter == 4)   # multi-head attention is made of chapter 4's heads
+            or (highlight == 3 and chapter == 2))  # positions are added where embeddings are made
+
+
+def _box(ax, cx, y, label, on, highlight):
+    """A rounded box centred on cx with its bottom at y; returns its height."""
+    h = _BOX_H2 if "\n" in label else _BOX_H
+    fill = (_LIT if highlight is not None else _ALL) if on else _OFF
+    ax.add_patch(FancyBboxPatch((cx - _BOX_W / 2, y), _BOX_W, h, fc=fill, ec=_EDGE if on else _EDGE_OFF,
+                                lw=1.1, boxstyle="round,pad=0,rounding_size=0.06"))
+    ax.text(cx, y + h / 2, label, ha="center", va="center", fontsize=_FONT,
+            color=_TEXT if on else _TEXT_OFF, linespacing=1.15)
+    return h
+
+
+def _arrow(ax, points, colour=_FLOW, lw=1.1):
+    """An arrow along a polyline of (x, y) points, head at the last one."""
+    path = Path(points, [Path.MOVETO] + [Path.LINETO] * (len(points) - 1))
+    ax.add_patch(FancyArrowPatch(path=path, arrowstyle="-|>", mutation_scale=9, color=colour, lw=lw,
+                                 shrinkA=0, shrinkB=0, joinstyle="miter"))
+
+
+def _add_node(ax, x, y, colour, fill):
+    """The (+) where a residual path rejoins the data flow."""
+    ax.add_patch(Circle((x, y), _ADD_R, fc=fill, ec=colour, lw=1.2, zorder=3))
+    arm = 0.6 * _ADD_R
+    ax.plot([x - arm, x + arm], [y, y], color=colour, lw=1.2, zorder=4, solid_capstyle="butt")
+    ax.plot([x, x], [y - arm, y + arm], color=colour, lw=1.2, zorder=4, solid_capstyle="butt")
+
+
+def _shape(ax, cx, y, text, side):
+    """The shape of the tensor on the flow arrow at height y, written on its `side` (+1 right)."""
+    ax.text(cx + side * 0.08, y, text, ha="left" if side > 0 else "right", va="center",
+            fontsize=_SHAPE_FONT, color="#333333", math_fontfamily="cm")  # the book's MathJax font
+
+
+def _stack(ax, cx, y, sublayers, side, highlight, where):
+    """N pre-LN layers from height y up; records each sub-layer box in `where`; returns the top."""
+    bottom = y
+    norm_on = _lit(6, highlight)
+    res_colour = (_ACCENT if highlight == 6 else _EDGE) if norm_on else _EDGE_OFF
+    for key, label, chapter in sublayers:
+        branch = y + _GAP / 2                    # the sub-layer's input splits here
+        ax.add_patch(Circle((cx, branch), 0.03, color=res_colour, zorder=3))
+        _arrow(ax, [(cx, y), (cx, y + _GAP)])
+        y += _GAP
+        y += _box(ax, cx, y, "LayerNorm (ch. 6)", norm_on, highlight)
+        _arrow(ax, [(cx, y), (cx, y + _GAP)])
+        y += _GAP
+        h = _box(ax, cx, y, label, _lit(chapter, highlight), highlight)
+        where[key] = (cx, y, h)
+        y += h
+        add_y = y + _GAP + _ADD_R
+        _arrow(ax, [(cx, y), (cx, add_y - _ADD_R)])
+        _add_node(ax, cx, add_y, res_colour, _LIT if highlight == 6 else "white")
+        ax.text(cx - side * (_ADD_R + 0.08), add_y, "add (ch. 6)", ha="right" if side > 0 else "left",
+                va="center", fontsize=_SMALL, color=_TEXT if norm_on else _TEXT_OFF)
+        rx = cx + side * _RESIDUAL_DX            # the residual path, around LN and sub-layer
+        _arrow(ax, [(cx, branch), (rx, branch), (rx, add_y), (cx + side * _ADD_R, add_y)],
+               colour=res_colour, lw=1.3)
+        y = add_y + _ADD_R
+    top = y + 0.08
+    ax.add_patch(FancyBboxPatch((cx - _FRAME, bottom + 0.04), 2 * _FRAME, top - bottom - 0.04,
+                                boxstyle="round,pad=0,rounding_size=0.12", fc="none", ec="#888888", ls="--"))
+    ax.text(cx + side * (_FRAME + 0.1), (bottom + top) / 2, "× N", fontsize=10, va="center",
+            ha="left" if side > 0 else "right")
+    return top
+
+
+def _column(ax, cx, steps, side, highlight, where):
+    """Draws one column of the map from y = 0 up; returns the height of its last arrow's head."""
+    y, gap = 0.0, _GAP
+    for i, step in enumerate(steps):
+        if i:  # the arrow from the step below into this one
+            _arrow(ax, [(cx, y), (cx, y + gap)])
+            y += gap
+        if step.kind == "input":
+            ax.text(cx, y, step.label, ha="center", va="bottom", fontsize=_SMALL, style="italic",
+                    color="#444444")
+            y += _INPUT_H
+        elif step.kind == "box":
+            y += _box(ax, cx, y, step.label, _lit(step.chapter, highlight), highlight)
+        else:
+            y = _stack(ax, cx, y, step.sublayers, side, highlight, where)
+        gap = _SHAPE_GAP if step.shape else _GAP
+        if step.shape:
+            _shape(ax, cx, y + gap / 2, step.shape, -side)  # opposite the residual paths
+    return y
+
+
+def _encoder_output(ax, cx, top, cross, highlight):
+    """The arrow from the encoder's final LayerNorm into the decoder's cross-attention box."""
+    out_y = top + _SHAPE_GAP
+    cross_x, cross_y, cross_h = cross
+    mid_x, cross_mid = (cx + cross_x) / 2, cross_y + cross_h / 2
+    on = _lit(8, highlight)
+    _arrow(ax, [(cx, top), (cx, out_y), (mid_x, out_y), (mid_x, cross_mid),
+                (cross_x - _BOX_W / 2, cross_mid)],
+           colour=(_ACCENT if highlight == 8 else _EDGE) if on else _EDGE_OFF, lw=1.3)
+    colour = _TEXT if on else _TEXT_OFF
+    ax.text(mid_x - 0.06, out_y + 0.04, "keys, values", fontsize=_SMALL, ha="right", va="bottom",
+            color=colour)
+    ax.text(cross_x - 0.08, cross_y - _GAP / 2, "queries", fontsize=_SMALL, ha="right", va="center",
+            color=colour)
+    return out_y
 
 
 def architecture_map(highlight: int | None = None, ax: plt.Axes | None = None) -> plt.Figure:
     """The encoder-decoder Transformer as the course builds it, bottom to top.
 
-    `highlight` is a chapter number: its boxes are coloured, the rest grey,
-    so each chapter can show where it sits. Chapter 10 (training) wraps the
-    whole picture. The course uses pre-LN blocks (chapter 6); the map shows
-    the sub-layers in the order of the original paper's figure.
+    `highlight` is a chapter number: its parts are coloured, the rest grey,
+    so each chapter can show where it sits (chapter 10, training, colours
+    everything). The blocks are pre-LN, as the course builds them
+    (chapter 6): each sub-layer reads LayerNorm(x) and its output is added
+    to x, and a final LayerNorm closes each stack. Shapes are written beside
+    the data flow: B batch, S sequence length, |V| vocabulary size.
     """
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 7.2))
-    for key, label, chapter, x, y, w in _BOXES:
-        on = (highlight is None or chapter == highlight or (highlight == 5 and chapter == 4)
-              or (highlight == 3 and chapter == 2))  # positions are added where embeddings are made
-        colour = "#f4c27a" if on and highlight is not None else ("#cfe0f3" if on else "#eeeeee")
-        ax.add_patch(FancyBboxPatch((x, y), w, 0.65 if "\n" not in label else 0.85,
-                                    boxstyle="round,pad=0.04", fc=colour,
-                                    ec="#555555" if on else "#bbbbbb", lw=1.2))
-        h = 0.65 if "\n" not in label else 0.85
-        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=8.5,
-                color="black" if on else "#999999")
-    for x0 in (0.0, 3.6):  # the stacks: N identical layers each
-        top = 5.95 if x0 == 0.0 else 7.55
-        ax.add_patch(FancyBboxPatch((x0 - 0.15, 2.45), 2.9, top - 2.45, boxstyle="round,pad=0.05",
-                                    fc="none", ec="#888888", ls="--"))
-        side = x0 - 0.3 if x0 == 0.0 else x0 + 2.9  # outside each stack, clear of the arrow
-        ax.text(side, (2.45 + top) / 2, "× N", ha="right" if x0 == 0.0 else "left", va="center", fontsize=10)
-    ax.add_patch(FancyArrowPatch((2.75, 5.5), (3.45, 4.75), arrowstyle="-|>", mutation_scale=12,
-                                 color="#555555", connectionstyle="arc3,rad=-0.2"))
-    ax.text(3.1, 5.4, "keys,\nvalues", fontsize=7.5, ha="center")
-    ax.text(1.3, 6.35, "Encoder", ha="center", fontsize=11, weight="bold")
-    ax.text(4.9, 8.95, "Decoder → next-token probabilities", ha="center", fontsize=11, weight="bold")
-    ax.text(3.1, -0.55, "Chapter 10 trains the whole model", ha="center", fontsize=9, style="italic",
-            color="#f08c00" if highlight == 10 else "#555555")
-    ax.set_xlim(-0.8, 6.5)
-    ax.set_ylim(-0.8, 9.3)
+    own = ax is None
+    if own:
+        fig = plt.figure()
+        ax = fig.add_axes((0, 0, 1, 1))
+    where: dict[str, tuple[float, float, float]] = {}
+    tops = {title: _column(ax, cx, steps, side, highlight, where)
+            for title, (cx, steps, side) in _COLUMNS.items()}
+    for title, (cx, _, _) in _COLUMNS.items():
+        top = tops[title]
+        if title == "Encoder":   # its output becomes the keys and values of every cross-attention
+            tops[title] = _encoder_output(ax, cx, top, where["dec_cross"], highlight)
+        else:                    # the decoder's output: an arrow out of the softmax
+            _arrow(ax, [(cx, top), (cx, top + _SHAPE_GAP)])
+            tops[title] = top + _SHAPE_GAP
+        ax.text(cx, tops[title] + 0.12, title, ha="center", va="bottom", fontsize=11, weight="bold")
+    centre = sum(cx for cx, _, _ in _COLUMNS.values()) / len(_COLUMNS)
+    ax.text(centre, -0.3, "Chapter 10 trains the whole model", ha="center", va="top", fontsize=9,
+            style="italic", weight="bold" if highlight == 10 else "normal",
+            color=_ACCENT if highlight == 10 else "#555555")
+    x0 = min(cx for cx, _, _ in _COLUMNS.values()) - _FRAME - _MARGIN
+    x1 = max(cx for cx, _, _ in _COLUMNS.values()) + _FRAME + _MARGIN
+    y0, y1 = -0.7, max(tops.values()) + 0.45
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
     ax.axis("off")
+    if own:
+        ax.figure.set_size_inches(x1 - x0, y1 - y0)
     return ax.figure
