@@ -1,20 +1,16 @@
 """Checks for chapter 3: the sinusoidal table, the offset matrix, the module.
 
-Oracles, none of them the course's reference:
-
-* hand-computed tables, written out below from the formula (PE(0) is
-  [0, 1, 0, 1, ...], PE(1, 0) = sin 1, and with d_model = 4 the second pair
-  turns at 1 / sqrt(N) per position);
-* `pe_rows`, an independent numpy float64 evaluation of the formula;
-* for the offset matrix, both its explicit 2 x 2 blocks and the identity
-  PE(pos + k) = PE(pos) @ M_k evaluated with `pe_rows`' own table;
-* for the module, forward(x) - pe[:seq_len] must give x back (with the module's
-  own buffer, so that a wrong table is not charged twice), and the buffer's
-  first rows are compared with `pe_rows`.
-
-The mistakes reproduce the usual wrong tables (sin and cos swapped, exponent
-i/d, dimension index in the exponent, pos and i swapped, sines then cosines),
-the transposed (column-convention) rotation and the seq-first broadcast.
+Oracles, none of them the course's reference: hand-computed tables (PE(0) is
+[0, 1, 0, 1, ...], PE(1, 0) = sin 1, ...); `pe_rows`, an independent numpy
+float64 evaluation of the formula, cast to float32 (the contract's dtype)
+where a student's table is compared; for the offset matrix its explicit 2 x 2
+blocks, and the identity PE(pos + k) = PE(pos) @ M_k on `pe_rows`' own table;
+for the module, forward(x) - pe[:seq_len] must give x back, in training and in
+eval mode alike (no dropout), with the module's own buffer (a wrong table is
+not charged twice), and the buffer (named pe, float32, not a parameter) and its
+first rows are compared with `pe_rows`. Mistakes are these oracles with knobs:
+the usual wrong tables, the transposed (column-convention) rotation, the
+seq-first broadcast, and the module's usual slips.
 """
 
 from __future__ import annotations
@@ -25,124 +21,73 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .framework import Case, Check, Mistake, Raises, randn, register
+from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
+from .kit import build, differing, eval_then_train, parameter_table, raises, randn, run_modes_on
 
 N = 10000.0
 ODD = "d_model must be even: each sine needs its cosine partner"
+_POWER = {"2i/d": 2.0, "i/d": 1.0, "4i/d": 4.0}  # the exponent's factor: pos / N^(factor * i / d)
 
 
-def _value_error(why: str) -> Raises:
-    return Raises(("ValueError",), why)
-
-
-# --------------------------------------------------------------- oracles ---
-
-def _angles(positions: np.ndarray, d: int, base: float, exponent: str = "2i/d") -> np.ndarray:
-    """(len(positions), d/2) angles pos / base**(...) in float64.
-
-    exponent: '2i/d' (right), 'i/d' (pair index, factor 2 lost), '4i/d'
-    (dimension index 2i used where the formula has i).
-    """
-    pos = np.asarray(positions, dtype=np.float64)[:, None]
-    pair = np.arange(d // 2, dtype=np.float64)[None, :]
-    power = {"2i/d": 2.0 * pair / d, "i/d": pair / d, "4i/d": 4.0 * pair / d}[exponent]
-    return pos / np.power(float(base), power)
-
-
-def _interleave(sines: np.ndarray, cosines: np.ndarray) -> np.ndarray:
-    out = np.empty((sines.shape[0], 2 * sines.shape[1]), dtype=np.float64)
-    out[:, 0::2], out[:, 1::2] = sines, cosines
-    return out
-
-
-def pe_rows(positions: Any, d: int, base: float = N) -> np.ndarray:
-    """PE(pos) for every pos in `positions` (any integers, negative too): float64 (len, d)."""
-    a = _angles(positions, d, base)
-    return _interleave(np.sin(a), np.cos(a))
-
-
-def pe_table(n: int, d: int, base: float = N) -> np.ndarray:
-    """The (n, d) sinusoidal table in float64."""
-    return pe_rows(np.arange(n), d, base)
-
-
-# Variants of the table: the usual wrong formulas.
-def _swapped(n: int, d: int, base: float) -> np.ndarray:
-    a = _angles(np.arange(n), d, base)
-    return _interleave(np.cos(a), np.sin(a))
-
-
-def _exponent(kind: str) -> Callable[[int, int, float], np.ndarray]:
-    def table(n: int, d: int, base: float) -> np.ndarray:
-        a = _angles(np.arange(n), d, base, kind)
-        return _interleave(np.sin(a), np.cos(a))
-    return table
-
-
-def _per_dimension(n: int, d: int, base: float) -> np.ndarray:
-    """Dimension j uses pos / base**(j/d): sine and cosine of a pair get different frequencies."""
-    pos = np.arange(n, dtype=np.float64)[:, None]
-    j = np.arange(d, dtype=np.float64)[None, :]
-    a = pos / np.power(float(base), j / d)
-    return np.where(j.astype(int) % 2 == 0, np.sin(a), np.cos(a))
-
-
-def _pos_i_swapped(n: int, d: int, base: float) -> np.ndarray:
-    """angle = i / base**(2 pos / d): the roles of position and pair index exchanged."""
-    pos = np.arange(n, dtype=np.float64)[:, None]
-    pair = np.arange(d // 2, dtype=np.float64)[None, :]
-    with np.errstate(over="ignore"):
-        a = pair / np.power(float(base), 2.0 * pos / d)
-    return _interleave(np.sin(a), np.cos(a))
-
-
-def _concatenated(n: int, d: int, base: float) -> np.ndarray:
-    a = _angles(np.arange(n), d, base)
-    return np.concatenate([np.sin(a), np.cos(a)], axis=1)
-
-
-def _transposed(n: int, d: int, base: float) -> np.ndarray:
-    return pe_table(n, d, base).T
-
-
-def _table_args(case: Case) -> tuple[int, int, float]:
+def _args(case: Case) -> tuple[int, int, float]:
+    """(seq_len or k, d_model, base) of a call f(n, d_model[, base])."""
     n, d = case.args[:2]
     base = case.args[2] if len(case.args) > 2 else case.kwargs.get("base", N)
     return int(n), int(d), float(base)
 
 
-def _table_mistake(hint: str, table: Callable[[int, int, float], np.ndarray],
-                   rows: Callable[[Case], Any] | None = None) -> Mistake:
-    def output(case: Case) -> np.ndarray:
-        n, d, base = _table_args(case)
-        full = table(n, d, base)
-        return full if rows is None else full[rows(case)]
-    return Mistake(hint, output)
+# ------------------------------------------------------------ the table ---
+
+def pe_rows(positions: Any, d: int, base: float = N, *, exponent: str = "2i/d", swap: bool = False,
+            concat: bool = False) -> np.ndarray:
+    """PE(pos) for every pos in `positions` (any integers): float64 (len, d). The knobs are the usual wrong
+    formulas: exponent 'i/d', '4i/d' (dimension index 2i for i), 'j/d' (every dimension its own exponent),
+    'pos<->i'; `swap`: cosines in the even columns; `concat`: all sines, then all cosines."""
+    pos = np.asarray(positions, dtype=np.float64)[:, None]
+    if exponent == "j/d":
+        j = np.arange(d)
+        a = pos / np.power(float(base), j / d)
+        return np.where(j % 2 == 0, np.sin(a), np.cos(a))
+    pair = np.arange(d // 2, dtype=np.float64)[None, :]
+    with np.errstate(over="ignore"):
+        a = pair / np.power(float(base), 2.0 * pos / d) if exponent == "pos<->i" else \
+            pos / np.power(float(base), _POWER[exponent] * pair / d)
+    first, second = (np.cos(a), np.sin(a)) if swap else (np.sin(a), np.cos(a))
+    if concat:
+        return np.concatenate([first, second], axis=1)
+    out = np.empty((pos.shape[0], d))
+    out[:, 0::2], out[:, 1::2] = first, second
+    return out
 
 
-def _table_mistakes(rows: Callable[[Case], Any] | None = None) -> list[Mistake]:
-    m = [
-        _table_mistake("Did you swap sin and cos? Even dimensions 0, 2, 4, ... hold sines and odd ones "
-                       "cosines, so PE(0) = [0, 1, 0, 1, ...].", _swapped, rows),
-        _table_mistake("Did you use the exponent i/d? With i the pair index (dimensions 2i and 2i+1), the "
-                       "angle is pos / N^(2i/d_model): the last pair turns at about 1/N per position, "
-                       "not 1/sqrt(N).", _exponent("i/d"), rows),
-        _table_mistake("Did you put the dimension index where the formula has the pair index? With "
-                       "i = 0, 2, 4, ... (e.g. torch.arange(0, d_model, 2)) the exponent must be i/d_model, "
-                       "not 2i/d_model.", _exponent("4i/d"), rows),
-        _table_mistake("The sine and the cosine of one pair must share one frequency, 1/N^(2i/d_model) for "
-                       "both dimensions 2i and 2i+1. Did you use the dimension index j in each exponent "
-                       "(j/d_model)?", _per_dimension, rows),
-        _table_mistake("Did you swap pos and i? The angle is pos / N^(2i/d_model): the position is divided "
-                       "by the power, and the pair index i sits in the exponent.", _pos_i_swapped, rows),
-        _table_mistake("Did you put all sines first and all cosines after (torch.cat)? Here they "
-                       "interleave: dimension 2i is a sine, dimension 2i+1 its cosine.", _concatenated, rows),
-    ]
-    if rows is None:
-        m.append(_table_mistake("Rows are positions: the table has shape (seq_len, d_model). Did you "
-                                "build it transposed?", _transposed))
-    return m
+def _table(case: Case, transposed: bool = False, **knobs: Any) -> Any:
+    """A case's float32 table; for long tables only the rows the check compares (meta['rows'])."""
+    n, d, base = _args(case)
+    rows = case.meta.get("rows")
+    if transposed:
+        return pe_rows(np.arange(n), d, base).T.astype(np.float32)
+    return pe_rows(np.arange(n) if rows is None else rows, d, base, **knobs).astype(np.float32)
 
+
+_TABLE_MISTAKES = [
+    Mistake("Did you swap sin and cos? Even dimensions 0, 2, 4, ... hold sines and odd ones cosines, so "
+            "PE(0) = [0, 1, 0, 1, ...].", differing(_table, swap=True)),
+    Mistake("Did you use the exponent i/d? With i the pair index (dimensions 2i and 2i+1), the angle is "
+            "pos / N^(2i/d_model): the last pair turns at about 1/N per position, not 1/sqrt(N).",
+            differing(_table, exponent="i/d")),
+    Mistake("Did you put the dimension index where the formula has the pair index? With i = 0, 2, 4, ... "
+            "(e.g. torch.arange(0, d_model, 2)) the exponent must be i/d_model, not 2i/d_model.",
+            differing(_table, exponent="4i/d")),
+    Mistake("The sine and the cosine of one pair must share one frequency, 1/N^(2i/d_model) for both "
+            "dimensions 2i and 2i+1. Did you use the dimension index j in each exponent (j/d_model)?",
+            differing(_table, exponent="j/d")),
+    Mistake("Did you swap pos and i? The angle is pos / N^(2i/d_model): the position is divided by the power, "
+            "and the pair index i sits in the exponent.", differing(_table, exponent="pos<->i")),
+    Mistake("Did you put all sines first and all cosines after (torch.cat)? Here they interleave: "
+            "dimension 2i is a sine, dimension 2i+1 its cosine.", differing(_table, concat=True)),
+]
+_TRANSPOSED_TABLE = Mistake("Rows are positions: the table has shape (seq_len, d_model). Did you build it "
+                            "transposed?", differing(_table, transposed=True))
 
 # ---------------------------------------------- 3.1 sinusoidal_encoding ---
 
@@ -157,124 +102,73 @@ _HAND = {  # (seq_len, d_model, base) -> the table, worked out by hand from the 
 }
 
 
+def _table_case(n: int, d: int, base: float | None, *, keyword: bool = False, note: str = "", **meta: Any) -> Case:
+    """f(n, d) with the default base, else f(n, d, base) (or base=... with `keyword`)."""
+    if base is None or base == N:
+        return Case(f"seq_len={n}, d_model={d} (default base){note}", (n, d), meta=meta)
+    return Case(f"seq_len={n}, d_model={d}, base={base:g}{note}", (n, d) if keyword else (n, d, base),
+                {"base": base} if keyword else {}, meta)
+
+
 def _hand_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     keys = [(2, 4, N), (3, 2, N)] if not hidden else [(2, 4, 100.0), (2, 6, 1e6), (1, 8, N), (3, 2, N)]
-    cases = []
-    for n, d, base in keys:
-        if base == N:
-            cases.append(Case(f"seq_len={n}, d_model={d} (default base)", (n, d)))
-        else:
-            cases.append(Case(f"seq_len={n}, d_model={d}, base={base:g}", (n, d), {"base": base}))
-    return cases
-
-
-def _hand_expected(case: Case) -> np.ndarray:
-    return np.array(_HAND[_table_args(case)], dtype=np.float64)
+    return [_table_case(n, d, base, keyword=True) for n, d, base in keys]
 
 
 def _formula_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    if not hidden:
-        specs = [(6, 8, None), (5, 4, 100.0)]
-    else:
-        specs = [(50, 16, None), (33, 10, None), (1, 6, None), (7, 2, None), (128, 64, 500.0),
-                 (40, 512, None), (9, 6, 1e6), (int(rng.integers(60, 200)), 2 * int(rng.integers(3, 40)), None)]
-    cases = []
-    for n, d, base in specs:
-        if base is None:
-            cases.append(Case(f"seq_len={n}, d_model={d} (default base)", (n, d)))
-        else:
-            cases.append(Case(f"seq_len={n}, d_model={d}, base={base:g}", (n, d, base)))
-    return cases
-
-
-_LONG_ROWS = (0, 1, 2, 3, 2047, 2049, 4097, 5001, 7777)
-
-
-def _long_rows(case: Case) -> list[int]:
-    n = int(case.args[0])
-    return list(_LONG_ROWS) + list(range(n - 12, n))
+    specs = [(6, 8, None), (5, 4, 100.0)] if not hidden else \
+            [(50, 16, None), (33, 10, None), (1, 6, None), (7, 2, None), (128, 64, 500.0), (40, 512, None),
+             (9, 6, 1e6), (int(rng.integers(60, 200)), 2 * int(rng.integers(3, 40)), None)]
+    return [_table_case(n, d, base) for n, d, base in specs]
 
 
 def _long_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(10000, 64, None)] if not hidden else \
             [(20000, 128, None), (12345, 32, None), (10001, 16, 50000.0), (16384, 256, None)]
-    cases = []
-    for n, d, base in specs:
-        extra = "" if base is None else f", base={base:g}"
-        args = (n, d) if base is None else (n, d, base)
-        cases.append(Case(f"seq_len={n}, d_model={d}{extra} (rows near position {n - 1} compared)", args))
-    return cases
-
-
-def _long_call(f: Callable, case: Case) -> Any:
-    out = f(*case.args, **case.kwargs)
-    return out[_long_rows(case)]
+    rows = [0, 1, 2, 3, 2047, 2049, 4097, 5001, 7777]
+    return [_table_case(n, d, base, note=f" (rows near position {n - 1} compared)",
+                        rows=rows + list(range(n - 12, n))) for n, d, base in specs]
 
 
 def _odd_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(4, 5), (3, 7)] if not hidden else [(1, 1), (10, 9), (6, 3), (2, 513)]
-    return [Case(f"seq_len={n}, odd d_model={d}", (n, d)) for n, d in specs]
+    specs = [(4, 5), (3, 7)] if not hidden else [(1, 1), (10, 9), (6, 3), (2, 513), (3, 0), (2, -4)]
+    return [Case(f"seq_len={n}, {'odd' if d % 2 else 'non-positive'} d_model={d}", (n, d)) for n, d in specs]
 
 
 register(
-    Check(
-        name="sinusoidal_encoding_hand",
-        cases=_hand_cases,
-        expected=_hand_expected,
-        mistakes=_table_mistakes(),
-        hint="Work out the small table by hand: PE(0) = [0, 1, 0, 1, ...], PE(1, 0) = sin(1), "
-             "PE(1, 1) = cos(1), and pair i turns at 1 / N^(2i/d_model) radians per position. (Errors "
-             "around 1e-4 mean low precision: compute in float64, not float16.)",
-    ),
-    Check(
-        name="sinusoidal_encoding",
-        cases=_formula_cases,
-        expected=lambda c: pe_table(*_table_args(c)).astype(np.float32),
-        mistakes=_table_mistakes(),
-        hint="PE(pos, 2i) = sin(pos / N^(2i/d_model)) and PE(pos, 2i+1) = cos(pos / N^(2i/d_model)); "
-             "compute in float64 and return a float32 tensor of shape (seq_len, d_model).",
-        exact_dtype=True,
-    ),
-    Check(
-        name="sinusoidal_encoding_long",
-        cases=_long_cases,
-        expected=lambda c: pe_table(*_table_args(c))[_long_rows(c)],
-        call=_long_call,
-        mistakes=_table_mistakes(rows=_long_rows),
-        hint="Rows near position 10^4 are off by more than 1e-5. If your short tables pass, this is "
-             "floating-point precision: an angle near 10^4 stored in float32 (or float16) is wrong by "
-             "up to ~5e-4 radians, and so are its sine and cosine. Build positions and angles in "
-             "float64 (torch.float64) and cast only the finished table to float32.",
-        rtol=0.0,
-        atol=1e-5,
-    ),
-    Check(
-        name="sinusoidal_encoding_odd",
-        cases=_odd_cases,
-        expected=lambda c: _value_error(ODD),
-        hint="An odd d_model would leave the last sine without its cosine: check d_model first and "
-             "raise ValueError (saying d_model must be even) before building anything.",
-    ),
+    __name__,
+    Check(name="sinusoidal_encoding_hand", cases=_hand_cases, mistakes=[*_TABLE_MISTAKES, _TRANSPOSED_TABLE],
+          expected=lambda c: np.array(_HAND[_args(c)], dtype=np.float32),
+          hint="Work out the small table by hand: PE(0) = [0, 1, 0, 1, ...], PE(1, 0) = sin(1), PE(1, 1) = cos(1), "
+               "and pair i turns at 1 / N^(2i/d_model) radians per position. (Errors around 1e-4 mean low "
+               "precision: compute in float64, not float16.)"),
+    Check(name="sinusoidal_encoding", cases=_formula_cases, expected=_table,
+          mistakes=[*_TABLE_MISTAKES, _TRANSPOSED_TABLE],
+          hint="PE(pos, 2i) = sin(pos / N^(2i/d_model)) and PE(pos, 2i+1) = cos(pos / N^(2i/d_model)); compute "
+               "in float64 and return a float32 tensor of shape (seq_len, d_model)."),
+    Check(name="sinusoidal_encoding_long", cases=_long_cases, expected=_table, mistakes=_TABLE_MISTAKES,
+          call=lambda f, c: f(*c.args, **c.kwargs)[c.meta["rows"]], rtol=0.0, atol=1e-5,
+          hint="Rows near position 10^4 are off by more than 1e-5. If your short tables pass, this is "
+               "floating-point precision: an angle near 10^4 stored in float32 (or float16) is wrong by up to "
+               "~5e-4 radians, and so are its sine and cosine. Build positions and angles in float64 "
+               "(torch.float64) and cast only the finished table to float32."),
+    Check(name="sinusoidal_encoding_odd", cases=_odd_cases,
+          expected=lambda c: raises(ODD if c.args[1] % 2 else "d_model must be positive (and even)"),
+          hint="An odd d_model would leave the last sine without its cosine (and d_model <= 0 leaves no table "
+               "at all): check d_model first and raise ValueError (saying d_model must be even) before "
+               "building anything."),
 )
 
 
 # ---------------------------------------------------- 3.2 offset_matrix ---
 
-def _offset_np(k: int, d: int, base: float = N, *, exponent: str = "2i/d",
-               transposed: bool = False) -> np.ndarray:
+def _offset_np(k: int, d: int, base: float = N, *, exponent: str = "2i/d", transposed: bool = False) -> np.ndarray:
     """Block-diagonal M_k in float64 with PE(pos + k) = PE(pos) @ M_k (row vectors)."""
-    theta = _angles([k], d, base, exponent)[0]
-    m = np.zeros((d, d), dtype=np.float64)
-    for i, t in enumerate(theta):
-        c, s = math.cos(t), math.sin(t)
-        m[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c, -s], [s, c]]
+    theta = k / np.power(float(base), _POWER[exponent] * np.arange(d // 2) / d)
+    even, m = 2 * np.arange(d // 2), np.zeros((d, d))
+    m[even, even], m[even, even + 1], m[even + 1, even], m[even + 1, even + 1] = \
+        np.cos(theta), -np.sin(theta), np.sin(theta), np.cos(theta)
     return m.T if transposed else m
-
-
-def _offset_args(case: Case) -> tuple[int, int, float]:
-    k, d = case.args[:2]
-    base = case.args[2] if len(case.args) > 2 else case.kwargs.get("base", N)
-    return int(k), int(d), float(base)
 
 
 def _offset_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -283,262 +177,183 @@ def _offset_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
              (int(rng.integers(-40, -10)), 12, 1000.0), (2, 5, None)]
     cases = []
     for k, d, base in specs:
-        extra = "" if base is None else f", base={base:g}"
-        odd = " (odd d_model)" if d % 2 else ""
-        args = (k, d) if base is None else (k, d, base)
-        cases.append(Case(f"k={k}, d_model={d}{extra}{odd}", args))
+        extra = ("" if base is None else f", base={base:g}") + (" (odd d_model)" if d % 2 else "")
+        positions = max(0, -k) + np.array([0, 1, 2, 5, 17, 100, 333, 2024])  # for the shift check
+        cases.append(Case(f"k={k}, d_model={d}{extra}", (k, d) if base is None else (k, d, base),
+                          meta={"positions": positions}))
     return cases
 
 
-def _offset_expected(case: Case) -> Any:
-    k, d, base = _offset_args(case)
-    if d % 2:
-        return _value_error(ODD)
-    return _offset_np(k, d, base).astype(np.float32)
+def _matrix(case: Case, one_frequency: bool = False, **knobs: Any) -> Any:
+    """M_k as float32; knobs: exponent, transposed, and one_frequency (base 1: every pair turns by k)."""
+    k, d, base = _args(case)
+    return raises(ODD) if d % 2 else _offset_np(k, d, 1.0 if one_frequency else base, **knobs).astype(np.float32)
 
 
-def _shift_positions(case: Case) -> np.ndarray:
-    k = _offset_args(case)[0]
-    return max(0, -k) + np.array([0, 1, 2, 5, 17, 100, 333, 2024])
+def _shifted(case: Case, one_frequency: bool = False, **knobs: Any) -> np.ndarray:
+    """PE(pos + k) for the case's positions; with knobs, PE(pos) @ (that wrong M_k)."""
+    k, d, base = _args(case)
+    pos = case.meta["positions"]
+    if not knobs and not one_frequency:
+        return pe_rows(pos + k, d, base)
+    return pe_rows(pos, d, base) @ _offset_np(k, d, 1.0 if one_frequency else base, **knobs)
 
 
-def _shift_call(f: Callable, case: Case) -> Any:
+def _shift_call(f: Callable, case: Case) -> np.ndarray:
     """PE(pos) @ M_k for several pos, with the oracle's own float64 table."""
-    k, d, base = _offset_args(case)
+    _, d, base = _args(case)
     m = np.asarray(torch.as_tensor(f(*case.args, **case.kwargs)).detach().cpu().double())
-    return pe_rows(_shift_positions(case), d, base) @ m
+    return pe_rows(case.meta["positions"], d, base) @ m
 
 
-def _shift_mistake(hint: str, matrix: Callable[[int, int, float], np.ndarray]) -> Mistake:
-    def output(case: Case) -> np.ndarray:
-        k, d, base = _offset_args(case)
-        return pe_rows(_shift_positions(case), d, base) @ matrix(k, d, base)
-    return Mistake(hint, output)
-
-
-_TRANSPOSED_HINT = ("Your matrix moves PE(pos) to PE(pos - k): it is M_(-k), the transpose of M_k. If only "
-                    "negative k fail, you dropped the sign of k (sin(-t) = -sin t). Otherwise check the row "
-                    "convention: PE(pos + k) = PE(pos) @ M_k, so each 2x2 block is "
-                    "[[cos t, -sin t], [sin t, cos t]] with t = k / N^(2i/d_model) (row 0: what the sine "
-                    "contributes, row 1: what the cosine contributes).")
-_EXPONENT_HINT = ("Did you use the exponent i/d? Pair i (dimensions 2i, 2i+1) turns by "
-                  "k / N^(2i/d_model) radians: the same frequencies as the table.")
-_ONE_FREQ_HINT = ("Every pair turns by its own angle k / N^(2i/d_model), not by k radians: did you "
-                  "forget the frequency?")
-
-
-def _one_frequency(k: int, d: int, base: float) -> np.ndarray:
-    return _offset_np(k, d, 1.0)  # base 1: every pair turns by k radians
+def _offset_mistakes(oracle: Callable) -> list[Mistake]:
+    return [
+        Mistake("Your matrix moves PE(pos) to PE(pos - k): it is M_(-k), the transpose of M_k. If only negative "
+                "k fail, you dropped the sign of k (sin(-t) = -sin t). Otherwise check the row convention: "
+                "PE(pos + k) = PE(pos) @ M_k, so each 2x2 block is [[cos t, -sin t], [sin t, cos t]] with "
+                "t = k / N^(2i/d_model) (row 0: what the sine contributes, row 1: what the cosine contributes).",
+                differing(oracle, transposed=True)),
+        Mistake("Did you use the exponent i/d? Pair i (dimensions 2i, 2i+1) turns by k / N^(2i/d_model) "
+                "radians: the same frequencies as the table.", differing(oracle, exponent="i/d")),
+        Mistake("Every pair turns by its own angle k / N^(2i/d_model), not by k radians: did you forget the "
+                "frequency?", differing(oracle, one_frequency=True)),
+    ]
 
 
 register(
-    Check(
-        name="offset_matrix",
-        cases=_offset_cases,
-        expected=_offset_expected,
-        mistakes=[
-            Mistake(_TRANSPOSED_HINT, lambda c: _offset_np(*_offset_args(c), transposed=True)),
-            Mistake(_EXPONENT_HINT, lambda c: _offset_np(*_offset_args(c), exponent="i/d")),
-            Mistake(_ONE_FREQ_HINT, lambda c: _one_frequency(*_offset_args(c))),
-        ],
-        hint="M_k is block diagonal: block i sits at rows and columns 2i, 2i+1 and equals "
-             "[[cos t, -sin t], [sin t, cos t]] with t = k / N^(2i/d_model); return float32, "
-             "and raise ValueError for an odd d_model.",
-        exact_dtype=True,
-    ),
-    Check(
-        name="offset_matrix_shift",
-        cases=lambda rng, hidden: [c for c in _offset_cases(rng, hidden) if c.args[1] % 2 == 0],
-        expected=lambda c: pe_rows(_shift_positions(c) + _offset_args(c)[0], *_offset_args(c)[1:]),
-        call=_shift_call,
-        mistakes=[
-            _shift_mistake(_TRANSPOSED_HINT, lambda k, d, b: _offset_np(k, d, b, transposed=True)),
-            _shift_mistake(_EXPONENT_HINT, lambda k, d, b: _offset_np(k, d, b, exponent="i/d")),
-            _shift_mistake(_ONE_FREQ_HINT, _one_frequency),
-        ],
-        hint="Multiplying the row PE(pos) by your matrix must give the row PE(pos + k), for every pos.",
-    ),
+    __name__,
+    Check(name="offset_matrix", cases=_offset_cases, expected=_matrix, mistakes=_offset_mistakes(_matrix),
+          hint="M_k is block diagonal: block i sits at rows and columns 2i, 2i+1 and equals [[cos t, -sin t], "
+               "[sin t, cos t]] with t = k / N^(2i/d_model); return float32, and raise ValueError for an odd "
+               "d_model."),
+    Check(name="offset_matrix_shift", expected=_shifted, call=_shift_call, mistakes=_offset_mistakes(_shifted),
+          cases=lambda rng, hidden: [c for c in _offset_cases(rng, hidden) if c.args[1] % 2 == 0],
+          hint="Multiplying the row PE(pos) by your matrix must give the row PE(pos + k), for every pos."),
 )
 
 
 # ----------------------------------------------- 3.3 PositionalEncoding ---
+# Case.args: what forward() is called with (x); meta: the constructor's arguments (d_model, and the
+# keyword arguments max_len and base where a case sets them).
 
-def _module_kwargs(max_len: int | None, base: float | None) -> dict:
-    kw: dict = {}
-    if max_len is not None:
-        kw["max_len"] = max_len
-    if base is not None:
-        kw["base"] = base
-    return kw
-
-
-def _module_case(rng: np.random.Generator, batch: int, seq: int, d: int, max_len: int | None,
-                 base: float | None = None, scale: float = 1.0) -> Case:
-    x = randn(rng, batch, seq, d) * scale
-    parts = [f"x of shape ({batch}, {seq}, {d})", f"max_len={max_len}" if max_len else "default max_len"]
-    if base is not None:
-        parts.append(f"base={base:g}")
-    if scale != 1.0:
-        parts.append(f"entries of size ~{scale:g}")
-    return Case(", ".join(parts), (d, x), _module_kwargs(max_len, base))
+def _module_case(d: int, max_len: int | None, base: float | None = None, x: torch.Tensor | None = None,
+                 scale: float = 1.0) -> Case:
+    """PositionalEncoding(d, [max_len=...], [base=...]), then forward(x) where x is given."""
+    config = {name: v for name, v in (("max_len", max_len), ("base", base)) if v is not None}
+    parts = [f"x of shape {tuple(x.shape)}" if x is not None else f"d_model={d}",
+             f"max_len={max_len}" if max_len else "default max_len"]
+    parts += [f"base={base:g}"] if base is not None else []
+    parts += [f"entries of size ~{scale:g}"] if scale != 1 else []
+    return Case(", ".join(parts), () if x is None else (x * scale,), meta={"d_model": d, "config": config})
 
 
-# The forward checks compare forward(x) - pe[:seq_len] with x, using the module's own
-# buffer: a wrong table costs points in exercise 3.1 and in the buffer check below,
-# not again in every forward case.
-_OUT = "output shape"
-_DIFF = "forward(x) - pe[:seq_len]"
+def _x_cases(visible: list, hidden: list) -> Callable[[np.random.Generator, bool], list[Case]]:
+    """Cases from specs (batch, seq, d_model, max_len[, base[, scale]]): x drawn from the case's rng."""
+    def one(rng: np.random.Generator, b: int, n: int, d: int, m: int | None, base: float | None = None,
+            scale: float = 1.0) -> Case:
+        return _module_case(d, m, base, randn(rng, b, n, d), scale)
+    return lambda rng, is_hidden: [one(rng, *spec) for spec in (hidden if is_hidden else visible)]
 
 
-def _forward_call(cls: Callable, case: Case) -> Any:
-    d, x = case.args
-    module = cls(d, **case.kwargs)
+_forward_cases = _x_cases([(2, 5, 8, 16), (1, 3, 4, None)],
+                          [(3, 7, 16, 50, 100.0), (4, 1, 8, 10), (2, 9, 12, None), (3, 3, 6, 3),
+                           (5, 11, 4, 20, None, 1000.0), (1, 17, 10, 40, 1e5)])
+_too_long_cases = _x_cases([(1, 9, 8, 8), (2, 8, 8, 8)],
+                           [(1, 2, 4, 1), (2, 64, 6, 50), (3, 12, 4, 12), (1, 3, 2, 3), (2, 5001, 2, None)])
+
+
+def _build(cls: Callable, case: Case) -> torch.nn.Module:
+    return build(cls, case.meta["d_model"], **case.meta["config"])
+
+
+_OUT, _DTYPE, _DIFF = "output shape", "output dtype", "forward(x) - pe[:seq_len]"
+
+
+def _observe(module: torch.nn.Module, x: torch.Tensor) -> dict:
+    """What the forward checks compare: the output less the module's own pe[:seq_len] (when it fits)."""
     out = module(x)
-    if tuple(out.shape) != tuple(x.shape):
-        return {_OUT: list(out.shape), _DIFF: None}
-    return {_OUT: list(out.shape), _DIFF: out.double() - module.pe[: x.shape[1]].double()}
+    fits = tuple(out.shape) == tuple(x.shape)
+    return {_OUT: list(out.shape), _DTYPE: str(out.dtype).removeprefix("torch."),
+            _DIFF: out.double() - module.pe[: x.shape[1]].double() if fits else None}
 
 
-def _forward_result(case: Case, diff: np.ndarray) -> dict:
-    return {_OUT: list(case.args[1].shape), _DIFF: diff}
-
-
-def _pe_for(case: Case, n: int) -> np.ndarray:
-    return pe_table(n, case.args[0], case.kwargs.get("base", N))
-
-
-def _forward_expected(case: Case) -> Any:
-    d, x = case.args
-    max_len = case.kwargs.get("max_len", 5000)
-    seq = x.shape[1]
-    if seq > max_len:
-        return _value_error(f"a sequence of {seq} positions is longer than max_len = {max_len}")
-    return _forward_result(case, x.double().numpy())
-
-
-def _forward_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    if not hidden:
-        return [_module_case(rng, 2, 5, 8, 16), _module_case(rng, 1, 3, 4, None)]
-    return [_module_case(rng, 3, 7, 16, 50, 100.0), _module_case(rng, 4, 1, 8, 10),
-            _module_case(rng, 2, 9, 12, None), _module_case(rng, 3, 3, 6, 3),
-            _module_case(rng, 5, 11, 4, 20, scale=1000.0), _module_case(rng, 1, 17, 10, 40, 1e5)]
-
-
-def _seq_first(case: Case) -> dict:
-    """The seq-first recipe (pe[:x.size(0)].unsqueeze(1)) on a batch-first x: PE(b) added to sequence b."""
-    x = case.args[1].double().numpy()
+def _forward(case: Case, mistake: str = "") -> Any:
+    """x back, in both modes; or the ValueError of a too-long x. `mistake` names a wrong forward."""
+    (x,), d, config = case.args, case.meta["d_model"], case.meta["config"]
+    max_len, base = config.get("max_len", 5000), config.get("base", N)
     batch, seq = x.shape[:2]
-    return _forward_result(case, x + _pe_for(case, batch)[:, None, :] - _pe_for(case, seq))
-
-
-def _scaled(case: Case) -> dict:
-    return _forward_result(case, case.args[1].double().numpy() * math.sqrt(case.args[0]))
-
-
-def _pe_only(case: Case) -> dict:
-    return _forward_result(case, np.zeros(tuple(case.args[1].shape)))
-
-
-def _not_added(case: Case) -> dict:
-    x = case.args[1].double().numpy()
-    return _forward_result(case, x - _pe_for(case, x.shape[1]))
-
-
-def _off_by_one(case: Case) -> Any:
-    """`seq_len >= max_len` instead of `>`: a sequence of exactly max_len tokens is refused."""
-    d, x = case.args
-    if x.shape[1] >= case.kwargs.get("max_len", 5000):
+    if seq > max_len:
+        return NOT_APPLICABLE if mistake else raises(f"a sequence of {seq} positions is longer than "
+                                                     f"max_len = {max_len}")
+    if mistake == "off by one":  # `seq_len >= max_len`: a sequence of exactly max_len tokens refused
+        if seq < max_len:
+            return NOT_APPLICABLE
         raise ValueError("refused a sequence of exactly max_len tokens")
-    return _forward_expected(case)
+    x, pe = x.double().numpy(), pe_rows(np.arange(seq), d, base)
+    diff = {"": x, "scaled": x * math.sqrt(d), "table only": np.zeros_like(x), "not added": x - pe,
+            "seq first": x + pe_rows(np.arange(batch), d, base)[:, None, :] - pe}[mistake]
+    return eval_then_train({_OUT: list(x.shape), _DTYPE: "float32", _DIFF: diff})
 
 
-_FORWARD_MISTAKES = [
-    Mistake("Off by one: a sequence of exactly max_len positions fits (positions 0 to max_len - 1); "
-            "raise only when seq_len > max_len.", _off_by_one),
-    Mistake("Did you take the length from x.size(0)? Here tensors are batch-first, (batch, seq, d_model): "
-            "the length is x.size(1), and PE[:seq] (shape (seq, d_model)) broadcasts over the batch. The "
-            "pe[:x.size(0)].unsqueeze(1) recipe is for seq-first inputs.", _seq_first),
-    Mistake("Did you scale x by sqrt(d_model)? That scaling belongs to the embedding (chapter 2); this "
-            "module only adds the table.", _scaled),
-    Mistake("Did you return the table instead of x + table?", _pe_only),
-    Mistake("Did you forget to add the table? The output equals the input.", _not_added),
-]
+_FORWARD = dict(
+    expected=_forward,
+    call=lambda cls, c: run_modes_on(_build(cls, c), _observe, *c.args),
+    mistakes=[
+        Mistake("Off by one: a sequence of exactly max_len positions fits (positions 0 to max_len - 1); "
+                "raise only when seq_len > max_len.", differing(_forward, mistake="off by one")),
+        Mistake("Did you take the length from x.size(0)? Here tensors are batch-first, (batch, seq, d_model): "
+                "the length is x.size(1), and PE[:seq] (shape (seq, d_model)) broadcasts over the batch. The "
+                "pe[:x.size(0)].unsqueeze(1) recipe is for seq-first inputs.",
+                differing(_forward, mistake="seq first")),
+        Mistake("Did you scale x by sqrt(d_model)? That scaling belongs to the embedding (chapter 2); this module "
+                "only adds the table.", differing(_forward, mistake="scaled")),
+        Mistake("Did you return the table instead of x + table?", differing(_forward, mistake="table only")),
+        Mistake("Did you forget to add the table? The output equals the input.",
+                differing(_forward, mistake="not added")),
+    ],
+)
 
 
-def _too_long_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    if not hidden:
-        return [_module_case(rng, 1, 9, 8, 8), _module_case(rng, 2, 8, 8, 8)]
-    return [_module_case(rng, 1, 2, 4, 1), _module_case(rng, 2, 64, 6, 50), _module_case(rng, 3, 12, 4, 12),
-            _module_case(rng, 1, 3, 2, 3), _module_case(rng, 2, 5001, 2, None)]
+def _buffer_report(module: torch.nn.Module) -> dict:
+    pe = getattr(module, "pe", None)
+    return {"buffers (name: shape, dtype)": {n: (tuple(b.shape), str(b.dtype).removeprefix("torch."))
+                                             for n, b in module.named_buffers()},
+            "parameters (name: shape, dtype)": parameter_table(module),
+            "first rows of pe": pe[:3] if isinstance(pe, torch.Tensor) else None}
 
 
-def _buffer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(8, 16, None)] if not hidden else [(6, None, None), (4, 7, 100.0), (10, 1, None)]
-    return [Case(f"d_model={d}, " + (f"max_len={m}" if m else "default max_len")
-                 + ("" if b is None else f", base={b:g}"), (d,), _module_kwargs(m, b)) for d, m, b in specs]
-
-
-def _buffer_call(cls: Callable, case: Case) -> dict:
-    module = cls(*case.args, **case.kwargs)
-    buffers = dict(module.named_buffers())
-    pe = buffers.get("pe")
-    return {"buffer names": sorted(buffers),
-            "trainable parameters": int(sum(p.numel() for p in module.parameters())),
-            "shape of pe": list(pe.shape) if pe is not None else None,
-            "first rows of pe": pe[:3] if pe is not None else None}
-
-
-def _buffer_expected(case: Case) -> dict:
-    d = case.args[0]
-    max_len = case.kwargs.get("max_len", 5000)
-    return {"buffer names": ["pe"], "trainable parameters": 0, "shape of pe": [max_len, d],
-            "first rows of pe": pe_table(min(3, max_len), d, case.kwargs.get("base", N)).astype(np.float32)}
-
-
-def _as_parameter(case: Case) -> dict:
-    d = case.args[0]
-    max_len = case.kwargs.get("max_len", 5000)
-    return {"buffer names": [], "trainable parameters": max_len * d, "shape of pe": None, "first rows of pe": None}
-
-
-def _as_attribute(case: Case) -> dict:
-    return {"buffer names": [], "trainable parameters": 0, "shape of pe": None, "first rows of pe": None}
+def _buffers(case: Case, kind: str = "buffer", dtype: str = "float32") -> dict:
+    """The expected report; `kind` 'parameter' or 'attribute' and `dtype` are the usual slips."""
+    d, config = case.meta["d_model"], case.meta["config"]
+    max_len = config.get("max_len", 5000)
+    table = {"pe": ((max_len, d), dtype)}
+    return {"buffers (name: shape, dtype)": table if kind == "buffer" else {},
+            "parameters (name: shape, dtype)": table if kind == "parameter" else {},
+            "first rows of pe": pe_rows(np.arange(min(3, max_len)), d, config.get("base", N)).astype(dtype)}
 
 
 register(
-    Check(
-        name="positional_encoding",
-        cases=_forward_cases,
-        expected=_forward_expected,
-        call=_forward_call,
-        mistakes=_FORWARD_MISTAKES,
-        hint="forward(x) returns x + pe[:seq_len] with seq_len = x.size(1), same shape as x: the "
-             "(seq_len, d_model) slice broadcasts over the batch. (The test subtracts your module's own "
-             "pe[:seq_len] from the output and expects x back.)",
-    ),
-    Check(
-        name="positional_encoding_too_long",
-        cases=_too_long_cases,
-        expected=_forward_expected,
-        call=_forward_call,
-        mistakes=_FORWARD_MISTAKES,
-        hint="Raise ValueError exactly when x.size(1) > max_len: a sequence of max_len tokens fits "
-             "(positions 0 to max_len - 1), a longer one has no rows left in the table (and slicing "
-             "pe[:seq_len] would silently return fewer rows).",
-    ),
-    Check(
-        name="positional_encoding_buffer",
-        cases=_buffer_cases,
-        expected=_buffer_expected,
-        call=_buffer_call,
-        mistakes=[
-            Mistake("Did you store the table as an nn.Parameter? The sinusoidal table is fixed, not learned: "
-                    "register it with self.register_buffer('pe', table).", _as_parameter),
-            Mistake("Did you store the table as a plain attribute (self.pe = ...)? Then module.to(device) "
-                    "and module.state_dict() do not see it: use self.register_buffer('pe', table).",
-                    _as_attribute),
-        ],
-        hint="Register the (max_len, d_model) float32 table as a buffer named 'pe' (no trainable parameters).",
-        exact_dtype=True,
-    ),
+    __name__,
+    Check(name="positional_encoding", cases=_forward_cases, **_FORWARD,
+          hint="forward(x) returns x + pe[:seq_len] with seq_len = x.size(1), a new tensor of the same shape and "
+               "dtype as x: the (seq_len, d_model) slice broadcasts over the batch; the module has no dropout, so "
+               "training and eval mode give the same result. (The test subtracts your module's own pe[:seq_len] "
+               "from the output and expects x back.)"),
+    Check(name="positional_encoding_too_long", cases=_too_long_cases, **_FORWARD,
+          hint="Raise ValueError exactly when x.size(1) > max_len: a sequence of max_len tokens fits (positions 0 "
+               "to max_len - 1), a longer one has no rows left in the table (and slicing pe[:seq_len] would "
+               "silently return fewer rows)."),
+    Check(name="positional_encoding_buffer", expected=_buffers, call=lambda cls, c: _buffer_report(_build(cls, c)),
+          cases=lambda rng, hidden: [_module_case(d, m, b) for d, m, b in ([(8, 16, None)] if not hidden else
+                                     [(6, None, None), (4, 7, 100.0), (10, 1, None)])],
+          mistakes=[
+              Mistake("Did you store the table as an nn.Parameter? The sinusoidal table is fixed, not learned: "
+                      "register it with self.register_buffer('pe', table).", differing(_buffers, kind="parameter")),
+              Mistake("Did you store the table as a plain attribute (self.pe = ...)? Then module.to(device) and "
+                      "module.state_dict() do not see it: use self.register_buffer('pe', table).",
+                      differing(_buffers, kind="attribute")),
+              Mistake("Did you store the table in float64? The buffer is float32, like the rest of the model: "
+                      "the table your sinusoidal_encoding returns.", differing(_buffers, dtype="float64")),
+          ],
+          hint="Register the (max_len, d_model) float32 table as a buffer named 'pe' (no trainable parameters)."),
 )
