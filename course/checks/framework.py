@@ -360,7 +360,7 @@ def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[CaseR
         want = want if isinstance(want, Raises) else to_plain(want)
         problem = mismatch(got, want, check_.rtol, check_.atol, check_.exact_dtype)
         if problem and not _not_implemented(got):
-            hint = _matching_mistake(check_, case, got) or check_.hint
+            hint = _matching_mistake(check_, case, got, want) or check_.hint
             if hint:
                 problem = f"{problem}. {hint}"
         if problem is None and check_.inputs_unchanged:
@@ -383,10 +383,16 @@ def mistake_output(m: Mistake, case: Case) -> Any:
     return out if out is NOT_APPLICABLE else to_plain(out)
 
 
-def _matching_mistake(check_: Check, case: Case, got: Any) -> str | None:
+def _matching_mistake(check_: Check, case: Case, got: Any, want: Any) -> str | None:
+    """The hint of the first mistake whose output on `case` is the student's.
+
+    A mistake whose output is the right answer on this case (scaling by 1,
+    flattening a 1-D input) cannot be told apart here and is skipped.
+    """
     for m in check_.mistakes:
         wrong = mistake_output(m, case)
-        if wrong is NOT_APPLICABLE:
+        if wrong is NOT_APPLICABLE or (not isinstance(wrong, Raised)
+                                       and not mismatch(wrong, want, 0.0, 0.0, exact_dtype=True)):
             continue
         if isinstance(wrong, Raised):
             if isinstance(got, Raised) and got.names[0] == wrong.names[0]:

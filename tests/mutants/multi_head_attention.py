@@ -14,6 +14,10 @@ INLINE_D_MODEL = """scores = q @ k.transpose(-2, -1) / self.d_model ** 0.5
             scores = scores + mask
         weights = scores.softmax(dim=-1)
         heads = weights @ v"""
+# parts of the mistakes' hints, the same in split_heads / merge_heads and in MultiHeadAttention
+SPLIT_NO_TRANSPOSE = "reshape straight to (batch, num_heads, seq, d_head)"
+BATCH_MIXED = "mixes heads of different sequences in the batch"
+MERGE_NO_TRANSPOSE = "Did you reshape straight to (batch, seq, d_model)?"
 
 
 def _view_heads_first(var: str, layer: str, src: str) -> str:
@@ -24,44 +28,72 @@ def _view_heads_first(var: str, layer: str, src: str) -> str:
 MUTANTS = [
     # split_heads
     Mutant("split: reshape without transpose", SPLIT,
-           ((RIGHT_SPLIT, "x.reshape(batch, num_heads, seq, d_head)"),), (T_SPLIT, T_MHA)),
+           ((RIGHT_SPLIT, "x.reshape(batch, num_heads, seq, d_head)"),), (T_SPLIT, T_MHA), hint=SPLIT_NO_TRANSPOSE),
     Mutant("split: indivisible d_model accepted (features dropped)", SPLIT,
            (("if d_model % num_heads != 0:", "if False:"),
-            ("return x.reshape(", "return x[..., : num_heads * d_head].reshape(")), (T_SPLIT,)),
+            ("return x.reshape(", "return x[..., : num_heads * d_head].reshape(")), (T_SPLIT,),
+           hint="expected ValueError to be raised"),
     Mutant("split: heads mixed across the batch", SPLIT,
            ((".transpose(1, 2)", ".permute(2, 0, 1, 3).reshape(batch, num_heads, seq, d_head)"),),
-           (T_SPLIT, T_MHA)),
+           (T_SPLIT, T_MHA), hint=BATCH_MIXED),
     Mutant("split: features dealt out to heads in turn", SPLIT,
-           ((RIGHT_SPLIT, "x.reshape(batch, seq, d_head, num_heads).permute(0, 3, 1, 2)"),), (T_SPLIT, T_MHA)),
+           ((RIGHT_SPLIT, "x.reshape(batch, seq, d_head, num_heads).permute(0, 3, 1, 2)"),), (T_SPLIT, T_MHA),
+           hint="deals features out to heads in turn"),
+    # the contract keeps the dtype
+    Mutant("split: result cast to float32", SPLIT, ((RIGHT_SPLIT, RIGHT_SPLIT + ".float()"),), (T_SPLIT,),
+           hint="expected dtype float64, got float32"),
     # merge_heads
     Mutant("merge: reshape without transposing back", MERGE,
-           ((RIGHT_MERGE, "x.reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA)),
+           ((RIGHT_MERGE, "x.reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA), hint=MERGE_NO_TRANSPOSE),
     Mutant("merge: features ordered (d_head, num_heads)", MERGE,
-           ((RIGHT_MERGE, "x.permute(0, 2, 3, 1).reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA)),
+           ((RIGHT_MERGE, "x.permute(0, 2, 3, 1).reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA),
+           hint="Did you put the features in the order (d_head, num_heads)?"),
     Mutant("merge: heads mixed across the batch", MERGE,
            ((RIGHT_MERGE, "x.reshape(num_heads, batch, seq, d_head).permute(1, 2, 0, 3)"
-                          ".reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA)),
+                          ".reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA), hint=BATCH_MIXED),
+    # the contract leaves x unchanged: transpose_ swaps the caller's dimensions
+    Mutant("merge: transpose_ in place", MERGE, (("x.transpose(1, 2)", "x.transpose_(1, 2)"),), (T_MERGE,),
+           hint="changed its input"),
     # MultiHeadAttention
     Mutant("mha: W_o missing", MHA,
-           (("return self.W_o(merge_heads(heads)), weights", "return merge_heads(heads), weights"),), (T_MHA,)),
+           (("return self.W_o(merge_heads(heads)), weights", "return merge_heads(heads), weights"),), (T_MHA,),
+           hint="Did you forget the output projection W_o?"),
     Mutant("mha: d_model not divisible by num_heads accepted", MHA,
-           (("if d_model % num_heads != 0:", "if False:"),), (T_MHA,)),
+           (("if d_model % num_heads != 0:", "if False:"),), (T_MHA,), hint="expected ValueError to be raised"),
     Mutant("mha: W_q sized d_model x d_model, ignoring d_q_in", MHA,
-           (("self.W_q = nn.Linear(d_q_in or d_model,", "self.W_q = nn.Linear(d_model,"),), (T_MHA,)),
+           (("self.W_q = nn.Linear(d_q_in or d_model,", "self.W_q = nn.Linear(d_model,"),), (T_MHA,),
+           hint="Did you size W_q as d_model x d_model?"),
     Mutant("mha: keys and values sized with d_q_in", MHA,
            (("self.W_k = nn.Linear(d_kv_in or d_model,", "self.W_k = nn.Linear(d_q_in or d_model,"),
-            ("self.W_v = nn.Linear(d_kv_in or d_model,", "self.W_v = nn.Linear(d_q_in or d_model,")), (T_MHA,)),
+            ("self.W_v = nn.Linear(d_kv_in or d_model,", "self.W_v = nn.Linear(d_q_in or d_model,")), (T_MHA,),
+           hint="Did you use d_q_in for W_k or W_v?"),
     Mutant("mha: heads mixed across the batch (view(num_heads, batch, ...))", MHA,
            ((SPLIT_Q, _view_heads_first("q", "W_q", "query")),
             (SPLIT_K, _view_heads_first("k", "W_k", "key")),
-            (SPLIT_V, _view_heads_first("v", "W_v", "value"))), (T_MHA,)),
+            (SPLIT_V, _view_heads_first("v", "W_v", "value"))), (T_MHA,), hint=BATCH_MIXED),
     Mutant("mha: merge inline without transposing back", MHA,
            (("self.W_o(merge_heads(heads))",
-             "self.W_o(heads.reshape(query.shape[0], query.shape[1], self.d_model))"),), (T_MHA,)),
+             "self.W_o(heads.reshape(query.shape[0], query.shape[1], self.d_model))"),), (T_MHA,),
+           hint=MERGE_NO_TRANSPOSE),
     Mutant("mha: heads never split (one wide head)", MHA,
            ((SPLIT_Q, "q = self.W_q(query).unsqueeze(1)"), (SPLIT_K, "k = self.W_k(key).unsqueeze(1)"),
-            (SPLIT_V, "v = self.W_v(value).unsqueeze(1)")), (T_MHA,)),
-    Mutant("mha: inline attention scaled by sqrt(d_model)", MHA, ((ATTEND, INLINE_D_MODEL),), (T_MHA,)),
+            (SPLIT_V, "v = self.W_v(value).unsqueeze(1)")), (T_MHA,), hint="one head of width d_model"),
+    Mutant("mha: inline attention scaled by sqrt(d_model)", MHA, ((ATTEND, INLINE_D_MODEL),), (T_MHA,),
+           hint="Did you scale the scores by sqrt(d_model)?"),
     Mutant("mha: value defaults to query instead of key", MHA,
-           (("value = key if value is None else value", "value = query if value is None else value"),), (T_MHA,)),
+           (("value = key if value is None else value", "value = query if value is None else value"),), (T_MHA,),
+           hint="Did you default the value to the query?"),
+    # contract clauses: the mask is passed on; self.d_head is kept; float32 layers; no dropout (train = eval)
+    Mutant("mha: mask not passed on", MHA,
+           ((ATTEND, "heads, weights = scaled_dot_product_attention(q, k, v)"),), (T_MHA,),
+           hint="Did you pass the mask on"),
+    Mutant("mha: self.d_head not kept", MHA, (("        self.d_head = d_model // num_heads\n", ""),), (T_MHA,),
+           hint="has no attribute 'd_head'"),
+    Mutant("mha: W_o in float64", MHA,
+           (("self.W_o = nn.Linear(d_model, d_model, bias=bias)",
+             "self.W_o = nn.Linear(d_model, d_model, bias=bias, dtype=torch.float64)"),), (T_MHA,),
+           hint="expected 'float32', got 'float64'"),
+    Mutant("mha: dropout on the weights in training", MHA,
+           ((ATTEND, ATTEND + "\n        weights = nn.functional.dropout(weights, 0.1, self.training)"
+                              "\n        heads = weights @ v"),), (T_MHA,), hint="in key 'train'"),
 ]
