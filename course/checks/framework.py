@@ -347,9 +347,13 @@ class CaseResult:
         return self.problem is None
 
 
+SHOWN_FAILURES = 3  # failed cases a report details (with the mistake they match)
+
+
 def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[CaseResult]:
     """Compare recorded entries ``[output, inputs after the call]`` with the
-    oracle, naming known mistakes."""
+    oracle. The first `SHOWN_FAILURES` failed cases, which reports show, name
+    the known mistake they match (or the check's general hint)."""
     results = []
     for case, entry in zip(cases, entries):
         if not isinstance(entry, list) or len(entry) != 2:
@@ -359,7 +363,8 @@ def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[CaseR
         want = check_.expected(case)
         want = want if isinstance(want, Raises) else to_plain(want)
         problem = mismatch(got, want, check_.rtol, check_.atol, check_.exact_dtype)
-        if problem and not _not_implemented(got):
+        shown = sum(not r.passed for r in results) < SHOWN_FAILURES
+        if problem and shown and not _not_implemented(got):
             hint = _matching_mistake(check_, case, got, want) or check_.hint
             if hint:
                 problem = f"{problem}. {hint}"
@@ -409,10 +414,10 @@ def summary(check_: Check, hidden: bool, results: list[CaseResult]) -> tuple[boo
     if not failed:
         return True, f"✓ {name}: {len(results)} {kind} case{'s' * (len(results) != 1)} pass"
     lines = [f"✗ {name}: {len(failed)} of {len(results)} {kind} cases failed"]
-    for r in failed[:3]:
+    for r in failed[:SHOWN_FAILURES]:
         lines.append(f"  - case '{r.label}': {r.problem}")
-    if len(failed) > 3:
-        lines.append(f"  - ... and {len(failed) - 3} more")
+    if len(failed) > SHOWN_FAILURES:
+        lines.append(f"  - ... and {len(failed) - SHOWN_FAILURES} more")
     return False, "\n".join(lines)
 
 
