@@ -111,9 +111,9 @@ register(
                             "ids.shape + (vocab_size,).", differing(_one_hot, flat=True)),
                     Mistake("Did you put the vocabulary axis first? It must be the last axis: shape "
                             "ids.shape + (vocab_size,).", differing(_one_hot, axis_first=True))],
-          hint="one_hot(ids, V)[..., j] is 1.0 where ids == j and 0.0 elsewhere, float32 (so that it can "
-               "multiply the float matrix E), of shape ids.shape + (V,). Comparing ids.unsqueeze(-1) with "
-               "torch.arange(V) builds it in one line."),
+          hint="one_hot(ids, vocab_size)[..., j] is 1.0 where ids == j and 0.0 elsewhere, float32 (so that it "
+               "can multiply the float matrix E), of shape ids.shape + (vocab_size,). Comparing ids.unsqueeze(-1) "
+               "with torch.arange(vocab_size) builds it in one line."),
     Check(name="one_hot_errors", cases=_one_hot_errors_cases, forbid=("torch.nn.functional.one_hot",),
           expected=lambda c: _one_hot(c) if c.meta["bad"] is None else raises(
               f"the id {c.meta['bad']} is outside [0, {c.args[1]}); the message must name it", "ValueError",

@@ -83,7 +83,8 @@ _TABLE_MISTAKES = [
             differing(_table, exponent="j/d")),
     Mistake("Did you swap pos and i? The angle is pos / N^(2i/d_model): the position is divided by the power, "
             "and the pair index i sits in the exponent.", differing(_table, exponent="pos<->i")),
-    Mistake("Did you put all sines first and all cosines after (torch.cat)? Here they interleave: "
+    Mistake("Did you put all sines first and all cosines after (torch.cat)? That is the same table with its "
+            "columns permuted, and some libraries use it, but this course's convention interleaves them: "
             "dimension 2i is a sine, dimension 2i+1 its cosine.", differing(_table, concat=True)),
 ]
 _TRANSPOSED_TABLE = Mistake("Rows are positions: the table has shape (seq_len, d_model). Did you build it "

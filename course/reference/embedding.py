@@ -23,12 +23,12 @@ def one_hot(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
 
 
 def embed_one_hot(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-    """Embed by matrix product. ids: (...) integers, E: (V, d_model) -> (..., d_model)."""
+    """Embed by matrix product. ids: (...) integers, E: (vocab_size, d_model) -> (..., d_model)."""
     return one_hot(ids, E.shape[0]) @ E
 
 
 def embed_lookup(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-    """Embed by row lookup. ids: (...) integers, E: (V, d_model) -> (..., d_model)."""
+    """Embed by row lookup. ids: (...) integers, E: (vocab_size, d_model) -> (..., d_model)."""
     return E[ids]
 
 

@@ -25,7 +25,7 @@ MUTANTS = [
             ('f"(valid ids are 0 .. {vocab_size - 1})")', '"(check your tokenizer)")')), ("test-one-hot",), hint='which does not name the bad id'),
     Mutant("one_hot only 1-D ids", "one-hot",
            ((_OH_RETURN, "return torch.stack([(torch.arange(vocab_size) == i).to(torch.float32) "
-                         "for i in ids.tolist()])"),), ("test-one-hot",), hint='of shape ids.shape + (V,)'),
+                         "for i in ids.tolist()])"),), ("test-one-hot",), hint='of shape ids.shape + (vocab_size,)'),
     Mutant("one_hot batch flattened, not restored", "one-hot",
            (("ids.unsqueeze(-1) ==", "ids.reshape(-1, 1) =="),), ("test-one-hot",), hint='Did you flatten the ids'),
     Mutant("one_hot vocabulary axis first", "one-hot",
