@@ -198,21 +198,21 @@ def test_the_copy_is_clean(copy):
 
 
 def test_a_chapter_written_but_planned_on_the_objectives_page_fails(copy):
-    (copy / "solutions" / "06_add_norm").mkdir()
+    (copy / "solutions" / "10_training").mkdir()
     assert objectives_problems(copy) == [
-        "06_add_norm: objectives.md still marks chapter 6 as planned",
-        "06_add_norm: objectives.md's chapter 6 does not link its page"]
+        "10_training: objectives.md still marks chapter 10 as planned",
+        "10_training: objectives.md's chapter 10 does not link its page"]
     _replace(copy / "objectives.md", "## Chapter 4:", "## Attention:")
     assert "04_attention: objectives.md has no section '## Chapter 4: ...'" in (
         objectives_problems(copy))
 
 
 def test_a_new_chapter_folder_must_be_listed(copy):
-    (copy / "solutions" / "06_add_norm").mkdir()
+    (copy / "solutions" / "10_training").mkdir()
     problems = structure_problems(copy)
-    assert any("06_add_norm: not in _toc.yml" in p for p in problems), problems
-    # README row 6 is "planned", without a link: the new folder needs one.
-    assert any("06_add_norm: the README's row 6 has no link" in p for p in problems), problems
+    assert any("10_training: not in _toc.yml" in p for p in problems), problems
+    # README row 10 is "planned", without a link: the new folder needs one.
+    assert any("10_training: the README's row 10 has no link" in p for p in problems), problems
 
 
 def test_a_chapter_missing_from_the_toc_fails(copy):
