@@ -1,4 +1,5 @@
-"""Checks for chapter 5: splitting heads, merging them, and multi-head attention.
+"""Checks for chapter 5: splitting heads, merging them, multi-head attention, and a
+multi-head module assembled from single heads.
 
 Oracles:
 
@@ -13,19 +14,29 @@ Oracles:
   differs from ``d_model``; there the oracle is `_mha64`, an independent
   float64 einsum implementation that never splits tensors by reshaping (it
   indexes the weight matrices head by head); the reference answer must agree
-  with both. No dropout: the same answer in training and in eval mode.
+  with both. The mask follows chapter 4's contract (broadcastable to
+  ``(batch, n_q, n_k)``); PyTorch gets it with the head axis inserted, as an
+  ``attn_mask`` of shape ``(n_q, n_k)`` or ``(batch * num_heads, n_q, n_k)``.
+  No dropout: the same answer in training and in eval mode.
+* `multi_head_from_heads`: the single heads themselves (chapter 4's reference
+  `AttentionHead`, run in float64): the concatenation of their outputs times
+  ``W_o``, and their weights stacked on a head axis; the loaded module is run
+  by `_mha64`.
 
 Mistakes are `_split`, `_merge`, `_layers` and `_mha64` with knobs turned.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+
+from course.reference.attention import AttentionHead
 
 from . import kit
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
@@ -149,13 +160,21 @@ def _layers(case: Case, q_in: str = "d_q_in", kv_in: str = "d_kv_in") -> Any:
 
 # ------------------------------------------------------ multi-head attention ---
 
-def _mha_case(rng: np.random.Generator, label: str, *, b: int, n_q: int, n_k: int | None = None,
-              d_model: int, h: int, d_q: int | None = None, d_kv: int | None = None,
-              bias: bool = True, mask: str | None = None, call: str = "self") -> Case:
+_MASK_SHAPES = {"causal": "(n_q, n_k)", "padding": "(batch, 1, n_k)", "random": "(n_q, n_k)",
+                "full": "(batch, n_q, n_k)"}
+
+
+def _mha_case(rng: np.random.Generator, *, b: int, n_q: int, n_k: int | None = None, d_model: int, h: int,
+              d_q: int | None = None, d_kv: int | None = None, bias: bool = True, mask: str | None = None,
+              call: str = "self") -> Case:
     """MultiHeadAttention(d_model, h, d_q_in=d_q, d_kv_in=d_kv, bias=bias); meta: the weights to copy
     in (scaled so that scores stay moderate: a saturated softmax would hide scaling bugs), the
     inputs, the mask, and the forward `call`: 'self', 'key only' (value defaults to key) or 'cross'."""
     n_k = n_q if call == "self" else n_k
+    label = (f"{'self' if call == 'self' else 'cross'}-attention: batch {b}, {n_q} queries, {n_k} keys, d_model "
+             f"{d_model}, {h} heads, d_q_in {d_q}, d_kv_in {d_kv}" + (f", {mask} mask {_MASK_SHAPES[mask]}" if mask
+             else "") + (", bias=False" if not bias else "") + (", value not given (defaults to key)" if
+                                                                  call == "key only" else ""))
     dq, dkv = d_q or d_model, d_kv or d_model
     widths = dict(zip(LAYERS, (dq, dkv, dkv, d_model)))
     params = {f"{name}.weight": randn(rng, d_model, d_in) / math.sqrt(d_in) for name, d_in in widths.items()}
@@ -167,12 +186,12 @@ def _mha_case(rng: np.random.Generator, label: str, *, b: int, n_q: int, n_k: in
     m = None
     if mask == "causal":
         m = kit.causal_mask(n_q)
-    elif mask == "padding":  # (b, 1, 1, n_k): each sequence keeps >= 1 real keys, the first is padded
-        keep = rng.integers(1, n_k + 1, size=b)
-        keep[0] = n_k - 1 if n_k > 1 else 1
-        m = kit.padding_mask([int(k) for k in keep], n_k)[:, None]
-    elif mask == "random":  # any additive float mask, (n_q, n_k), finite values
-        m = torch.from_numpy(rng.uniform(-3, 0, size=(n_q, n_k)).astype(np.float32))
+    elif mask == "padding":  # (b, 1, n_k), >= 1 real key each; the first sequence is padded and the
+        keep = [n_k - 1 or 1, n_k, *rng.integers(1, n_k + 1, size=b - 2).tolist()][:b]  # second is not
+        m = kit.padding_mask(keep, n_k)  # (a mask landing on the wrong head when batch == h changes weights)
+    elif mask in ("random", "full"):  # any additive float mask, (n_q, n_k) or (b, n_q, n_k), finite values
+        shape = (n_q, n_k) if mask == "random" else (b, n_q, n_k)
+        m = torch.from_numpy(rng.uniform(-3, 0, size=shape).astype(np.float32))
     return Case(label, (d_model, h), {"d_q_in": d_q, "d_kv_in": d_kv, "bias": bias},
                 meta={"params": params, "query": query, "key": key, "value": value, "mask": m, "call": call})
 
@@ -210,8 +229,9 @@ def _torch_mha(case: Case) -> Any:
     ref.eval()
     query, key, value = m["query"], m["key"], m["value"]
     b, n_q, n_k = query.shape[0], query.shape[1], key.shape[1]
-    attn_mask = None if m["mask"] is None else \
-        m["mask"].double().expand(b, h, n_q, n_k).reshape(b * h, n_q, n_k)  # PyTorch's layout: batch-major
+    attn_mask = m["mask"] if m["mask"] is None or m["mask"].dim() == 2 else \
+        m["mask"].unsqueeze(-3).expand(b, h, n_q, n_k).reshape(b * h, n_q, n_k)  # PyTorch's layout: batch-major
+    attn_mask = None if attn_mask is None else attn_mask.double()
     with torch.no_grad():
         out, w = ref(query.double(), key.double(), value.double(), attn_mask=attn_mask,
                      need_weights=True, average_attn_weights=False)
@@ -219,11 +239,13 @@ def _torch_mha(case: Case) -> Any:
 
 
 def _mha64(case: Case, *, split: str = "right", merge: str = "right", scale_by: str = "d_head",
-           w_o: bool = True, squeeze: bool = False, masked: bool = True, value_from: str = "value") -> Any:
+           w_o: bool = True, squeeze: bool = False, masked: bool = True, head_axis: bool = True,
+           value_from: str = "value") -> Any:
     """Independent float64 multi-head attention, written head by head with einsum over the
     weight matrices, in both modes. Knobs: `split` a layout from `_SPLITS` or 'wide' (one head
     of width d_model), `merge` a layout from `_MERGES`, `scale_by` 'd_model', no `w_o`, the wide
-    head's weights squeezed, the mask not passed on, the value taken from the query."""
+    head's weights squeezed, the mask not passed on or added without inserting the head axis (a
+    broadcasting error raises, as it would in the student's code), the value taken from the query."""
     (d_model, h), m, p = case.args, case.meta, case.meta["params"]
     d_head = d_model // h
     if value_from == "query" and m["query"].shape[-1] != m["key"].shape[-1]:
@@ -246,7 +268,7 @@ def _mha64(case: Case, *, split: str = "right", merge: str = "right", scale_by: 
     q, k, v = project(x_q, "W_q"), project(x_k, "W_k"), project(x_v, "W_v")
     scores = torch.einsum("bhnd,bhmd->bhnm", q, k) / math.sqrt(d_model if scale_by == "d_model" else q.shape[-1])
     if m["mask"] is not None and masked:
-        scores = scores + m["mask"].double()
+        scores = scores + (m["mask"].double().unsqueeze(-3) if head_axis else m["mask"].double())
     weights = torch.softmax(scores, dim=-1)
     heads = torch.einsum("bhnm,bhmd->bhnd", weights, v)
     merged = torch.einsum("bhnd->bnhd", heads).reshape(b, n_q, -1) if merge == "right" else \
@@ -270,41 +292,43 @@ _MHA_MISTAKES = [
     Mistake(_WIDE, differing(_mha64, split="wide")),
     Mistake(_WIDE, differing(_mha64, split="wide", squeeze=True)),
     Mistake("Did you pass the mask on to scaled_dot_product_attention?", differing(_mha64, masked=False)),
+    Mistake("Did you add the mask to the (batch, num_heads, n_q, n_k) scores without inserting the head "
+            "axis? The mask follows chapter 4's contract, broadcastable to (batch, n_q, n_k), and "
+            "broadcasting aligns shapes from the right: a padding mask (batch, 1, n_k) lines up as "
+            "(1, batch, 1, n_k), so sequence b's mask lands on head b. That is an error when batch != "
+            "num_heads and silently wrong when they are equal. Use mask.unsqueeze(-3): (batch, 1, n_q, n_k).",
+            differing(_mha64, head_axis=False)),
 ]
 _VALUE_FROM_QUERY = Mistake("Did you default the value to the query? When only `key` is given, the value "
                             "defaults to `key`.", differing(_mha64, value_from="query"))
-_MHA_HINT = ("Follow the recipe: project with W_q, W_k, W_v; split_heads; attend with the leading "
-             "(batch, num_heads) dimensions; merge_heads; project with W_o. Return (output, weights). "
+_MHA_HINT = ("Follow the recipe: project with W_q, W_k, W_v; split_heads; insert the head axis into the "
+             "mask (mask.unsqueeze(-3)); attend with the leading (batch, num_heads) dimensions; merge_heads; "
+             "project with W_o. Return (output, weights). "
              "No dropout: if only key 'train' differs, your module behaves differently in training mode.")
-
-
-def _mha_label(s: dict) -> str:
-    return ((f", {s['mask']} mask" if s.get("mask") else "") + (", bias=False" if s.get("bias") is False else "")
-            + (", value not given (defaults to key)" if s.get("call") == "key only" else ""))
 
 
 def _self_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [dict(b=1, n_q=3, d_model=4, h=2), dict(b=2, n_q=4, d_model=8, h=4, mask="causal")] if not hidden \
         else [dict(b=3, n_q=5, d_model=8, h=2), dict(b=2, n_q=7, d_model=16, h=8, mask="causal"),
-              dict(b=2, n_q=4, d_model=12, h=4, mask="padding"), dict(b=4, n_q=3, d_model=6, h=1),
+              dict(b=2, n_q=4, d_model=12, h=4, mask="padding"), dict(b=2, n_q=5, d_model=8, h=2, mask="padding"),
+              dict(b=4, n_q=3, d_model=6, h=1), dict(b=3, n_q=4, d_model=12, h=3, mask="full"),
+              dict(b=2, n_q=3, d_model=12, h=3, mask="full"),
               dict(b=2, n_q=6, d_model=8, h=4, bias=False, mask="random"), dict(b=1, n_q=1, d_model=8, h=2)]
-    return [_mha_case(rng, f"self-attention: batch {s['b']}, seq {s['n_q']}, d_model {s['d_model']}, "
-                           f"{s['h']} heads" + _mha_label(s), **s) for s in specs]
+    return [_mha_case(rng, **s) for s in specs]
 
 
 def _cross_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [dict(b=2, n_q=3, n_k=5, d_model=8, h=2, d_kv=6),
-             dict(b=2, n_q=4, n_k=2, d_model=8, h=4, mask="padding")] if not hidden else \
+             dict(b=2, n_q=4, n_k=2, d_model=8, h=2, mask="padding")] if not hidden else \
         [dict(b=3, n_q=5, n_k=7, d_model=16, h=8, d_kv=10, mask="padding"),
          dict(b=2, n_q=1, n_k=6, d_model=8, h=2),
          dict(b=2, n_q=6, n_k=3, d_model=12, h=4, d_kv=5, mask="random"),
          dict(b=1, n_q=4, n_k=9, d_model=8, h=1, d_kv=3),
          dict(b=2, n_q=3, n_k=5, d_model=8, h=4, d_kv=7, bias=False),
          dict(b=2, n_q=4, n_k=6, d_model=8, h=2, d_kv=5, call="key only", mask="padding"),
+         dict(b=2, n_q=3, n_k=5, d_model=8, h=2, mask="full"),
          dict(b=2, n_q=4, n_k=4, d_model=8, h=2, call="key only")]
-    return [_mha_case(rng, f"cross-attention: batch {s['b']}, {s['n_q']} queries, {s['n_k']} keys, d_model "
-                           f"{s['d_model']}, {s['h']} heads, d_kv_in {s.get('d_kv')}" + _mha_label(s),
-                      **{"call": "cross", **s}) for s in specs]
+    return [_mha_case(rng, **{"call": "cross", **s}) for s in specs]
 
 
 def _width_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -313,13 +337,95 @@ def _width_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
          dict(b=3, n_q=4, n_k=6, d_model=16, h=8, d_q=3, d_kv=7, call="cross", mask="padding"),
          dict(b=2, n_q=3, n_k=5, d_model=12, h=2, d_q=20, call="cross"),
          dict(b=1, n_q=6, n_k=2, d_model=8, h=1, d_q=4, d_kv=9, call="cross", bias=False)]
-    return [_mha_case(rng, f"{s['call']}-attention: batch {s['b']}, d_model {s['d_model']}, {s['h']} heads, "
-                           f"d_q_in {s.get('d_q')}, d_kv_in {s.get('d_kv')}" + _mha_label(s), **s) for s in specs]
+    return [_mha_case(rng, **s) for s in specs]
 
 
 def _mha_check(name: str, cases: Any, hint: str = "", *mistakes: Mistake) -> Check:
     return Check(name=name, cases=cases, expected=_torch_mha, call=_call_mha, mistakes=[*_MHA_MISTAKES, *mistakes],
                  hint=_MHA_HINT + hint)
+
+
+# ------------------------------------------- a module from single heads ---
+
+class _Layers(nn.Module):
+    """What `multi_head_from_heads` is given: MultiHeadAttention(d_model, h, d_in, d_in, bias=False)'s
+    layers and attributes (the check runs the loaded weights itself, with `_mha64`)."""
+
+    def __init__(self, d_model: int, h: int, d_in: int) -> None:
+        super().__init__()
+        self.d_model, self.num_heads, self.d_head = d_model, h, d_model // h
+        for name, width in zip(LAYERS, (d_in, d_in, d_in, d_model)):
+            setattr(self, name, nn.Linear(width, d_model, bias=False))
+
+
+def _heads_case(rng: np.random.Generator, h: int, d_in: int, d_head: int, b: int, n_q: int, n_k: int) -> Case:
+    heads, d_model = [kit.build(AttentionHead, d_in, d_head) for _ in range(h)], h * d_head
+    for head in heads:
+        kit.load_weights(head, {f"{c}.weight": randn(rng, d_head, d_in) / math.sqrt(d_in) for c in LAYERS[:3]})
+    x = randn(rng, b, n_q, d_in)
+    context = x if n_k == n_q else randn(rng, b, n_k, d_in)
+    return Case(f"{h} heads AttentionHead(d_in={d_in}, d_k={d_head}), W_o ({d_model}, {d_model}), "
+                f"mha = MultiHeadAttention({d_model}, {h}, d_q_in={d_in}, d_kv_in={d_in}, bias=False); "
+                f"run on x {(b, n_q, d_in)}, context {(b, n_k, d_in)}",
+                (kit.build(_Layers, d_model, h, d_in), heads, randn(rng, d_model, d_model) / math.sqrt(d_model)),
+                meta={"query": x, "key": context, "value": context})
+
+
+def _from_heads_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    configs = [(2, 3, 3, 2, 4, 4), (3, 5, 2, 2, 3, 5)] if not hidden else \
+        [(4, 4, 4, 2, 5, 5), (1, 6, 4, 2, 3, 3), (3, 7, 2, 3, 4, 6), (8, 5, 2, 1, 3, 2), (2, 8, 4, 2, 6, 4)]
+    return [_heads_case(rng, *c) for c in configs]
+
+
+def _run_loaded(case: Case, weights: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    mha, _, _ = case.args
+    params = {**{f"{name}.weight": w for name, w in weights.items()}, **{f"{name}.bias": None for name in LAYERS}}
+    run = Case(case.label, (mha.d_model, mha.num_heads), meta={**case.meta, "params": params, "mask": None})
+    return _mha64(run)["eval"]
+
+
+def _call_from_heads(fn: Any, case: Case) -> dict[str, Any]:
+    mha, heads, w_o = case.args
+    before = [{k: v.clone() for k, v in head.state_dict().items()} for head in heads]
+    returned = fn(mha, heads, w_o)
+    out, weights = _run_loaded(case, {name: getattr(mha, name).weight.detach() for name in LAYERS})
+    unchanged = all(torch.equal(v, head.state_dict()[k]) for head, s in zip(heads, before) for k, v in s.items())
+    return {"returns mha": returned is mha, "heads unchanged": unchanged, "parameters": kit.parameter_table(mha),
+            "output": out, "weights": weights}
+
+
+def _from_heads(case: Case, order: str = "right", head_t: bool = False, o_t: bool = True,
+                value_layer: str = "W_v") -> Any:
+    """The oracle: the single heads themselves (float64), concatenated and projected by W_o. Knobs
+    (run through the loaded module instead): heads copied in `order` 'reversed' or 'interleaved'
+    (head i in rows i, i + h, ...), the heads' weights transposed (`head_t`), W_o copied without
+    transposing it (`o_t`), W_v's rows taken from each head's `value_layer`."""
+    mha, heads, w_o = case.args
+    d_model, h, d_in = mha.d_model, mha.num_heads, heads[0].W_q.weight.shape[1]
+    table = {f"{name}.weight": ((d_model, d_in if name != "W_o" else d_model), "float32") for name in LAYERS}
+    if (order, head_t, o_t, value_layer) == ("right", False, True, "W_v"):
+        x, context = case.meta["query"].double(), case.meta["key"].double()
+        runs = [copy.deepcopy(head).double()(x, context) for head in heads]
+        out = torch.cat([o for o, _ in runs], dim=-1) @ w_o.double()
+        return {"returns mha": True, "heads unchanged": True, "parameters": table,
+                "output": out.float(), "weights": torch.stack([w for _, w in runs], dim=1).float()}
+    if head_t and d_in != mha.d_head:
+        return NOT_APPLICABLE  # the copy raises: the transposed weights have the wrong shape
+    order_of = heads[::-1] if order == "reversed" else heads
+    weights = {}
+    for name in LAYERS[:3]:
+        blocks = [getattr(head, value_layer if name == "W_v" else name).weight for head in order_of]
+        stacked = torch.cat([w.T if head_t else w for w in blocks])
+        if order == "interleaved":
+            stacked = stacked.reshape(h, -1, d_in).transpose(0, 1).reshape(d_model, d_in)
+        weights[name] = stacked.detach()
+    weights["W_o"] = w_o.T if o_t else w_o
+    out, attn = _run_loaded(case, weights)
+    return {"returns mha": True, "heads unchanged": True, "parameters": table, "output": out, "weights": attn}
+
+
+_ROWS = ("Head i's W_q, W_k and W_v weights (d_head, d_in) go to rows i*d_head .. (i+1)*d_head - 1 of the "
+         "module's W_q.weight, W_k.weight and W_v.weight (d_model, d_in): torch.cat([...], dim=0) in head order.")
 
 
 register(
@@ -361,4 +467,23 @@ register(
                "and `value`, whose length may differ.", _VALUE_FROM_QUERY),
     _mha_check("mha_input_widths", _width_cases, " Here the query width d_q_in and the key/value width "
                "d_kv_in differ from d_model."),
+    Check(
+        name="multi_head_from_heads", cases=_from_heads_cases, expected=_from_heads, call=_call_from_heads,
+        mistakes=[
+            Mistake(f"Did you copy the heads in reverse order? {_ROWS}", differing(_from_heads, order="reversed")),
+            Mistake(f"Did you deal each head's rows out to every num_heads-th row? {_ROWS}",
+                    differing(_from_heads, order="interleaved")),
+            Mistake("Did you transpose the heads' weights? nn.Linear stores its weight as (d_out, d_in), so a "
+                    "head's W_q.weight (d_head, d_in) already is a block of rows of the module's W_q.weight.",
+                    differing(_from_heads, head_t=True)),
+            Mistake("Did you copy W_o without transposing it? W_o is given in the row convention, (h*d_head, "
+                    "d_model), used as concat @ W_o; nn.Linear computes x @ weight.T, so W_o.weight = W_o.T.",
+                    differing(_from_heads, o_t=False)),
+            Mistake("Did you fill W_v with the heads' W_k weights? Each projection takes the heads' own layer.",
+                    differing(_from_heads, value_layer="W_k")),
+        ],
+        hint=f"{_ROWS} W_o.weight = W_o.T. Copy inside `with torch.no_grad():` (a parameter cannot be changed "
+             "in place while autograd tracks it), keep the parameters float32 and their shapes, leave heads "
+             "and W_o unchanged, and return mha itself.",
+    ),
 )

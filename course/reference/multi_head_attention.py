@@ -48,12 +48,25 @@ class MultiHeadAttention(nn.Module):
                 value: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """query: (batch, n_q, d_q_in); key, value: (batch, n_k, d_kv_in), default query;
-        mask: additive, broadcastable to (batch, num_heads, n_q, n_k).
+        mask: additive, broadcastable to (batch, n_q, n_k), the same for every head.
         Returns (output (batch, n_q, d_model), weights (batch, num_heads, n_q, n_k))."""
         key = query if key is None else key
         value = key if value is None else value
         q = split_heads(self.W_q(query), self.num_heads)  # (batch, h, n_q, d_head)
         k = split_heads(self.W_k(key), self.num_heads)    # (batch, h, n_k, d_head)
         v = split_heads(self.W_v(value), self.num_heads)  # (batch, h, n_k, d_head)
+        if mask is not None:
+            mask = mask.unsqueeze(-3)  # (..., n_q, n_k) -> (..., 1, n_q, n_k): broadcasts over the heads
         heads, weights = scaled_dot_product_attention(q, k, v, mask)
         return self.W_o(merge_heads(heads)), weights
+
+
+def multi_head_from_heads(mha: nn.Module, heads: list[nn.Module], W_o: torch.Tensor) -> nn.Module:
+    """Load h chapter-4 AttentionHead(d_in, d_head)s and W_o (row convention, (d_model, d_model))
+    into mha = MultiHeadAttention(h * d_head, h, d_q_in=d_in, d_kv_in=d_in, bias=False); return mha."""
+    with torch.no_grad():
+        for name in ("W_q", "W_k", "W_v"):
+            stacked = torch.cat([getattr(head, name).weight for head in heads], dim=0)  # (h * d_head, d_in)
+            getattr(mha, name).weight.copy_(stacked)
+        mha.W_o.weight.copy_(W_o.T)  # nn.Linear computes x @ weight.T
+    return mha

@@ -1,7 +1,8 @@
 from submissions import Mutant
 
-SPLIT, MERGE, MHA = "split-heads", "merge-heads", "multi-head-attention"
-T_SPLIT, T_MERGE, T_MHA = "test-split-heads", "test-merge-heads", "test-multi-head-attention"
+SPLIT, MERGE, MHA, FROM = "split-heads", "merge-heads", "multi-head-attention", "multi-head-from-heads"
+T_SPLIT, T_MERGE, T_MHA, T_FROM = ("test-split-heads", "test-merge-heads", "test-multi-head-attention",
+                                   "test-multi-head-from-heads")
 
 RIGHT_SPLIT = "x.reshape(batch, seq, num_heads, d_head).transpose(1, 2)"
 RIGHT_MERGE = "x.transpose(1, 2).reshape(batch, seq, num_heads * d_head)"
@@ -9,6 +10,10 @@ SPLIT_Q = "q = split_heads(self.W_q(query), self.num_heads)"
 SPLIT_K = "k = split_heads(self.W_k(key), self.num_heads)"
 SPLIT_V = "v = split_heads(self.W_v(value), self.num_heads)"
 ATTEND = "heads, weights = scaled_dot_product_attention(q, k, v, mask)"
+HEAD_AXIS = "mask = mask.unsqueeze(-3)"
+STACK = "torch.cat([getattr(head, name).weight for head in heads], dim=0)"
+COPY = "getattr(mha, name).weight.copy_(stacked)"
+COPY_O = "mha.W_o.weight.copy_(W_o.T)"
 INLINE_D_MODEL = """scores = q @ k.transpose(-2, -1) / self.d_model ** 0.5
         if mask is not None:
             scores = scores + mask
@@ -96,4 +101,39 @@ MUTANTS = [
     Mutant("mha: dropout on the weights in training", MHA,
            ((ATTEND, ATTEND + "\n        weights = nn.functional.dropout(weights, 0.1, self.training)"
                               "\n        heads = weights @ v"),), (T_MHA,), hint="in key 'train'"),
+    # the mask contract: chapter 4's shapes; the module inserts the head axis
+    Mutant("mha: mask added without inserting the head axis", MHA, ((HEAD_AXIS, "mask = mask"),), (T_MHA,),
+           hint="without inserting the head axis"),
+    Mutant("mha: mask reshaped to (1, 1, n_q, n_k) for every shape", MHA,
+           ((HEAD_AXIS, "mask = mask.reshape(1, 1, *mask.shape[-2:])"),), (T_MHA,), hint="insert the head axis"),
+    # multi_head_from_heads
+    Mutant("from heads: heads copied in reverse order", FROM,
+           ((STACK, STACK.replace("for head in heads]", "for head in heads[::-1]]")),), (T_FROM,),
+           hint="Did you copy the heads in reverse order?"),
+    Mutant("from heads: head i's rows dealt out to every h-th row", FROM,
+           ((COPY, "getattr(mha, name).weight.copy_(stacked.reshape(len(heads), -1, stacked.shape[1])"
+                   ".transpose(0, 1).reshape(stacked.shape))"),), (T_FROM,),
+           hint="every num_heads-th row"),
+    Mutant("from heads: the heads' weights transposed", FROM,
+           ((STACK, STACK.replace(".weight for", ".weight.T for")),), (T_FROM,),
+           hint="Did you transpose the heads' weights?"),
+    Mutant("from heads: W_o copied without transposing", FROM, ((COPY_O, "mha.W_o.weight.copy_(W_o)"),), (T_FROM,),
+           hint="Did you copy W_o without transposing it?"),
+    Mutant("from heads: W_o's blocks assigned to the rows of W_o.weight", FROM,
+           ((COPY_O, "for i in range(len(heads)):\n"
+                     "            rows = slice(i * mha.d_head, (i + 1) * mha.d_head)\n"
+                     "            mha.W_o.weight[rows].copy_(W_o[rows])"),), (T_FROM,),
+           hint="Did you copy W_o without transposing it?"),
+    Mutant("from heads: W_v filled from the heads' W_k", FROM,
+           ((STACK, "torch.cat([getattr(head, 'W_k' if name == 'W_v' else name).weight for head in heads], dim=0)"),),
+           (T_FROM,), hint="Did you fill W_v with the heads' W_k weights?"),
+    # contract clauses: W_o unchanged, mha returned, float32 parameters, no_grad
+    Mutant("from heads: W_o transposed in place", FROM, ((COPY_O, "mha.W_o.weight.copy_(W_o.t_())"),), (T_FROM,),
+           hint="changed its input"),
+    Mutant("from heads: mha not returned", FROM, (("\n    return mha", "\n    return None"),), (T_FROM,),
+           hint="key 'returns mha'"),
+    Mutant("from heads: W_o replaced by a float64 parameter", FROM,
+           ((COPY_O, "mha.W_o.weight = nn.Parameter(W_o.T.double())"),), (T_FROM,), hint="float64"),
+    Mutant("from heads: copied without torch.no_grad()", FROM,
+           (("    with torch.no_grad():\n", "    if True:\n"),), (T_FROM,), hint="torch.no_grad()"),
 ]
