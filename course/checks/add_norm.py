@@ -222,7 +222,7 @@ def _call_module(cls: Any, case: Case) -> Any:
     module = _build(cls, case)
     kit.load_weights(module, case.meta["weights"], "The module holds two nn.Parameter tensors, gamma and beta, "
                                                    "each of shape (d_model,)")
-    return kit.run_modes_on(module, lambda m, x: m(x), *case.args)
+    return kit.run_modes(module, lambda m, x: m(x), *case.args)
 
 
 def _module_oracle(case: Case) -> Any:
@@ -231,13 +231,13 @@ def _module_oracle(case: Case) -> Any:
     with torch.no_grad():
         ref.weight.copy_(case.meta["weights"]["gamma"])
         ref.bias.copy_(case.meta["weights"]["beta"])
-        return kit.eval_then_train(ref(case.args[0].double()).float())
+        return kit.both_modes(ref(case.args[0].double()).float())
 
 
 def _module_manual(case: Case, *, eps_ignored: bool = False, **knobs: Any) -> Any:
     eps = EPS if eps_ignored or case.meta["eps"] is None else case.meta["eps"]
     out = _manual(case.args[0], case.meta["weights"]["gamma"], case.meta["weights"]["beta"], eps, **knobs)
-    return NOT_APPLICABLE if out is NOT_APPLICABLE else kit.eval_then_train(out)
+    return NOT_APPLICABLE if out is NOT_APPLICABLE else kit.both_modes(out)
 
 
 def _init_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:

@@ -314,13 +314,13 @@ def _head(case: Case, *, scale_by: str | None = "d_k", masked: bool = True, **so
     d_in, d_k = case.args[:2]
     result = _attention(q, k, v, case.meta["mask"] if masked else None,
                         scale=math.sqrt({"d_k": d_k, "d_in": d_in, None: 1}[scale_by]))
-    return NOT_APPLICABLE if result is NOT_APPLICABLE else kit.eval_then_train(result)
+    return NOT_APPLICABLE if result is NOT_APPLICABLE else kit.both_modes(result)
 
 
 def _head_oracle(case: Case) -> Any:
     q, k, v = _projections(case)
     mask = case.meta["mask"]
-    return kit.eval_then_train((F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+    return kit.both_modes((F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
                                 _attention(q, k, v, mask)[1]))
 
 

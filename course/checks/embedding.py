@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import (build, differing, eval_then_train, load_weights, parameter_table, raises, randn, run_modes_on,
+from .kit import (build, differing, both_modes, load_weights, parameter_table, raises, randn, run_modes,
                   shape_of, unless)
 
 FLOAT = torch.float32
@@ -221,7 +221,7 @@ def _forward(case: Case, factor: str = "sqrt", when: str = "scale", flat: bool =
     on = {"scale": bool(case.meta["scale"]), "always": True, "never": False}[when]
     f = {"sqrt": math.sqrt(d), "d": d, "1/sqrt": 1 / math.sqrt(d)}[factor] if on else 1.0
     out = F.embedding(ids.long(), case.meta["weight"]) * f
-    return eval_then_train(out.reshape(-1, d) if flat else out)
+    return both_modes(out.reshape(-1, d) if flat else out)
 
 
 def _init_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -303,7 +303,7 @@ def _errors_expected(case: Case) -> Any:
 register(
     __name__,
     Check(name="embedding_forward", cases=_forward_cases, expected=_forward,
-          call=lambda cls, c: run_modes_on(_module(cls, c), lambda m, ids: m(ids), *c.args),
+          call=lambda cls, c: run_modes(_module(cls, c), lambda m, ids: m(ids), *c.args),
           forbid=("torch.nn.functional.embedding",),
           mistakes=[
               Mistake("Did you multiply by d_model instead of sqrt(d_model)?", differing(_forward, factor="d")),

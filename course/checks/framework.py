@@ -149,8 +149,12 @@ class CheckUnavailable(LookupError):
 
 
 def register(module_name: str, *checks: Check) -> None:
-    """Register a chapter's checks: ``register(__name__, Check(...), ...)``."""
-    topic = module_name.rpartition(".")[2]
+    """Register a chapter's checks: ``register(__name__, Check(...), ...)``.
+
+    The chapter is the module ``course.checks.<topic>``, or a package of that
+    name whose modules (one per exercise, say) each register their checks.
+    """
+    topic = module_name.removeprefix(f"{__package__}.").partition(".")[0]
     table = _CHECKS.setdefault(topic, {})
     for c in checks:
         if c.name in table:

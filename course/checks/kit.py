@@ -17,6 +17,7 @@ oracle and its known mistakes; the plumbing lives here, written once:
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 import numpy as np
@@ -107,25 +108,30 @@ def load_weights(module: nn.Module, weights: dict[str, torch.Tensor | None], why
             have.copy_(value)
 
 
-def run_modes(module: nn.Module, forward: Callable[[nn.Module], Any]) -> dict[str, Any]:
-    """``forward(module)`` in training mode and in eval mode, without grad.
+def run_modes(module: nn.Module, forward: Callable[..., Any], *inputs: Any) -> dict[str, Any]:
+    """``forward(module, *inputs)`` in eval mode and in training mode, without grad.
 
     A module whose contract has no dropout must give the same result in
-    both: checking both catches randomness a student added in training
-    mode only. Expected values come from `both_modes`.
+    both: checking both catches randomness a student added in training mode
+    only. The training pass runs first, on copies of `inputs`; the eval pass
+    gets the case's own, so a forward that changes its input in place
+    (``x += pe``) is reported as such by the harness's `inputs_unchanged`
+    check. Eval comes first in the result (and in `both_modes`): a module
+    wrong in both modes is reported under 'eval', one wrong only in training
+    mode under 'train', which a hint can name.
     """
     results = {}
     for mode in ("train", "eval"):
         module.train(mode == "train")
         torch.manual_seed(0)
         with torch.no_grad():
-            results[mode] = forward(module)
-    return results
+            results[mode] = forward(module, *(copy.deepcopy(inputs) if mode == "train" else inputs))
+    return {"eval": results["eval"], "train": results["train"]}
 
 
 def both_modes(value: Any) -> dict[str, Any]:
     """The expected result of `run_modes` for a module without dropout."""
-    return {"train": value, "eval": value}
+    return {"eval": value, "train": value}
 
 
 def parameter_table(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -146,14 +152,6 @@ def describe(**tensors: torch.Tensor | None) -> str:
     return ", ".join(f"{name} {shape_of(t)}" for name, t in tensors.items() if t is not None)
 
 
-def eval_then_train(value: Any) -> dict[str, Any]:
-    """`both_modes` with eval mode first. The judge reports the first key
-    that differs, so a module wrong in both modes is reported under 'eval',
-    and one wrong only in training mode (dropout, ...) under 'train': a
-    check's hint can then name that mistake ("key 'train'")."""
-    return {"eval": value, "train": value}
-
-
 def differing(oracle: Callable[..., Any], **knobs: Any) -> Callable[[Case], Any]:
     """`variant(oracle, **knobs)`, but `NOT_APPLICABLE` where the knobbed
     oracle expects an exception: an expected error is no mistake's output.
@@ -163,14 +161,3 @@ def differing(oracle: Callable[..., Any], **knobs: Any) -> Callable[[Case], Any]
         wrong = oracle(case, **knobs)
         return NOT_APPLICABLE if isinstance(wrong, Raises) else wrong
     return output
-
-
-def run_modes_on(module: nn.Module, forward: Callable[..., Any], *inputs: Any) -> dict[str, Any]:
-    """`run_modes` of ``forward(module, *inputs)``: the training-mode pass
-    gets copies of the inputs, the eval-mode pass the case's own. A forward
-    that changes its input in place (``x += pe``) is then reported as such
-    by the harness's `inputs_unchanged` check, not as wrong values from a
-    second pass that saw the changed input."""
-    import copy  # noqa: PLC0415 - kept next to its only use
-
-    return run_modes(module, lambda m: forward(m, *(copy.deepcopy(inputs) if m.training else inputs)))

@@ -235,7 +235,7 @@ def _torch_mha(case: Case) -> Any:
     with torch.no_grad():
         out, w = ref(query.double(), key.double(), value.double(), attn_mask=attn_mask,
                      need_weights=True, average_attn_weights=False)
-    return kit.eval_then_train((out.float(), w.float()))
+    return kit.both_modes((out.float(), w.float()))
 
 
 def _mha64(case: Case, *, split: str = "right", merge: str = "right", scale_by: str = "d_head",
@@ -276,7 +276,7 @@ def _mha64(case: Case, *, split: str = "right", merge: str = "right", scale_by: 
     out = merged @ p["W_o.weight"].double().T + bias("W_o") if w_o else merged
     if squeeze:
         weights = weights.squeeze(1)
-    return kit.eval_then_train((out.float(), weights.float()))
+    return kit.both_modes((out.float(), weights.float()))
 
 
 _WIDE = ("Did you attend with the full-width projections (one head of width d_model)? Split them "

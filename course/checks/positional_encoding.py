@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import build, differing, eval_then_train, parameter_table, raises, randn, run_modes_on
+from .kit import build, differing, both_modes, parameter_table, raises, randn, run_modes
 
 N = 10000.0
 ODD = "d_model must be even: each sine needs its cosine partner"
@@ -293,12 +293,12 @@ def _forward(case: Case, mistake: str = "") -> Any:
     x, pe = x.double().numpy(), pe_rows(np.arange(seq), d, base)
     diff = {"": x, "scaled": x * math.sqrt(d), "table only": np.zeros_like(x), "not added": x - pe,
             "seq first": x + pe_rows(np.arange(batch), d, base)[:, None, :] - pe}[mistake]
-    return eval_then_train({_OUT: list(x.shape), _DTYPE: "float32", _DIFF: diff})
+    return both_modes({_OUT: list(x.shape), _DTYPE: "float32", _DIFF: diff})
 
 
 _FORWARD = dict(
     expected=_forward,
-    call=lambda cls, c: run_modes_on(_build(cls, c), _observe, *c.args),
+    call=lambda cls, c: run_modes(_build(cls, c), _observe, *c.args),
     mistakes=[
         Mistake("Off by one: a sequence of exactly max_len positions fits (positions 0 to max_len - 1); "
                 "raise only when seq_len > max_len.", differing(_forward, mistake="off by one")),
