@@ -89,14 +89,15 @@ class _Tokenizer:
     """Both tokenizer classes (BPE when given merges); its knobs are those of `_TOKENIZER_MISTAKES`."""
 
     def __init__(self, alphabet: str, specials: tuple[str, ...], merges: list | None, *, specials_last=False,
-                 appearance=False, fixed_ids=False, dedupe=True, sort_merges=False, **knobs: Any) -> None:
+                 appearance=False, fixed_ids=False, dedupe=True, sort_merges=False, stale_size=False,
+                 **knobs: Any) -> None:
         chars = list(dict.fromkeys(alphabet)) if appearance else sorted(set(alphabet))
         self.itos = chars + list(specials) if specials_last else list(specials) + chars
-        self.merges, self.bpe = list(merges or []), merges is not None
+        self.merges, self.bpe, base = list(merges or []), merges is not None, len(self.itos)
         for a, b in sorted(self.merges) if sort_merges else self.merges:
             self.itos += [a + b] if not dedupe or a + b not in self.itos else []
         self.stoi = {t: i for i, t in enumerate(self.itos)}
-        self.vocab_size = len(self.itos)
+        self.vocab_size = base if stale_size else len(self.itos)  # stale: CharTokenizer's size kept
         self.pad, self.bos, self.eos, self.unk = range(4) if fixed_ids else (self.stoi[s] for s in SPECIALS)
         self.o = {"crash": False, "keep": False, "unk_text": UNK_CHAR, "no_eos": False, "wrap": False,
                   "joiner": "", "encoding": {}, **knobs}  # `encoding`: the knobs of the `_encode` it uses
@@ -134,7 +135,8 @@ def _use(tok: Any, case: Case) -> Any:
         if ids != arg:
             raise RuntimeError("decode changed its input (ids) in place; the contract leaves it unchanged")
         return text
-    ids = _new(tok.encode(arg, add_special=add), (), int, "encode must return a list of Python ints")
+    ids = _new(tok.encode(arg, add_special=True) if add else tok.encode(arg), (), int,
+               "encode must return a list of Python ints")
     return tok.decode(ids) if op == "roundtrip" else ids
 
 
@@ -394,6 +396,11 @@ _TOKENIZER_MISTAKES = [  # (tokenizers: c(har), b(pe); operations: v(ocab), e(nc
     ("b", "ve", "Did you add a merged token twice? Two merges can build the same string: add it once.",
      {"dedupe": False}),
     ("b", "ved", "Did you sort the merged tokens? They come in learned order.", {"sort_merges": True}),
+    ("b", "vd", "Did you update vocab_size after adding the merged tokens? super().__init__ counted the "
+                "characters only, so the inherited decode rejects merged ids.", {"stale_size": True}),
+    ("b", "e", "Your ids are one per character: did you replace encode? The inherited CharTokenizer.encode "
+               "does not know the merges; look up the tokens of bpe_encode(text, self.merges).",
+     {"encoding": {"order": "none"}}),
     ("b", "d", "Did decode join the tokens with spaces? Join with '': tokens hold spaces.", {"joiner": " "})]
 _FUNCTIONS = {  # oracle: (its letter in _FUNCTION_MISTAKES, the type of the items it returns, the contract)
     _merge: ("m", str, "merge_pair must return a new list of str"),
@@ -421,10 +428,117 @@ def _tokenizer_check(name: str, hint: str) -> Check:
                            for kinds, ops, h, k in _TOKENIZER_MISTAKES if kind in kinds and op[0] in ops])
 
 
+# ---- byte-level BPE (exercise 1.6): BPE on the UTF-8 bytes of the text, one BYTE_CHARS character per byte
+BYTE_CHARS = "".join(chr(b if b < 128 else 256 + b) for b in range(256))
+_bytes = lambda text: "".join(BYTE_CHARS[b] for b in text.encode("utf-8"))  # noqa: E731
+_raw = lambda chars: bytes(ord(c) - 256 * (ord(c) >= 128) for c in chars)  # noqa: E731  (the inverse)
+
+
+class _ByteTokenizer(_Tokenizer):
+    """The byte-level tokenizer; knobs: chars (BPE on characters, not bytes), per_token (each token's bytes
+    decoded alone), errors ("strict": invalid UTF-8 raises), and _Tokenizer's dedupe, wrap, encoding."""
+
+    def __init__(self, merges: list, *, chars: bool = False, per_token: bool = False, errors: str = "replace",
+                 **knobs: Any) -> None:
+        super().__init__(BYTE_CHARS, ("<pad>", "<bos>", "<eos>", "<unk>"), merges, **knobs)
+        self.itos = self.itos[4:]  # no specials: drop the four the parent class put first
+        self.stoi, self.vocab_size = {t: i for i, t in enumerate(self.itos)}, len(self.itos)
+        self.chars, self.per_token, self.errors = chars, per_token, errors
+
+    def encode(self, text: str, add_special: bool = False) -> list[int]:
+        return [self.stoi[t] for t in _encode(text if self.chars else _bytes(text), self.merges,
+                                              **self.o["encoding"])]
+
+    def decode(self, ids: list[int]) -> str:
+        if any(not -self.vocab_size * self.o["wrap"] <= i < self.vocab_size for i in ids):
+            raise ValueError(f"decode must reject ids outside 0..vocab_size-1 = 0..{self.vocab_size - 1}")
+        raw = [_raw(self.itos[i]) for i in ids]
+        return "".join(r.decode("utf-8", self.errors) for r in (raw if self.per_token else [b"".join(raw)]))
+
+    @staticmethod
+    def on(case: Case, **knobs: Any) -> Any:
+        """The oracle on a byte case: args (merges,), or (corpus, num_merges) with meta "train"."""
+        train = case.meta.get("train")
+        merges = _train(case.args[0] if knobs.get("chars") else _bytes(case.args[0]), case.args[1]) if train \
+            else case.args[0]
+        return _use(_ByteTokenizer(merges, **knobs), case)
+
+
+_UNICODE = "abc  éüß東京語🙂"  # random texts mix ASCII, 2-, 3- and 4-byte characters
+
+
+def _random_bytes(rng: np.random.Generator, op: str) -> list[tuple]:
+    """`_byte` arguments: `op` on byte tokenizers trained on random Unicode corpora; texts to encode bring
+    characters never seen in training ('ñ', 'Ω', '🚀')."""
+    out = []
+    for _ in range(2):
+        lex = _lexicon(rng, _UNICODE, 8, 4)
+        corpus = _text(rng, lex, 40)
+        merges = _train(_bytes(corpus), 40)
+        text = _text(rng, lex + ["ñΩ", "🚀" + lex[0]], 10)
+        if op == "vocab":
+            out += [((corpus, 40), "vocab", None, " (built by train)"), ((merges,), "vocab")]
+        elif op == "encode":
+            out += [((merges,), "encode", text), ((merges,), "roundtrip", text)]
+        else:
+            ids = [int(i) for i in rng.integers(0, 256 + len(merges), size=12)]
+            out += [((merges,), "decode", ids), ((merges,), "roundtrip", corpus[:30] + text)]
+    return out
+
+
+def _byte(args: tuple, op: str, arg: Any = None, note: str = "") -> Case:
+    """A byte tokenizer case: built from args (merges,) or trained on args (corpus, num_merges)."""
+    train, what = len(args) == 2, _tok(((), ""), op, arg).label.partition(": ")[2]
+    built = [_raw(a + b) for a, b in args[0]] if not train else None
+    where = f"train({args[0]!r:.40}, {args[1]})" if train else f"merges building {built!s:.50}"
+    op_arg = ("vocab_size", "itos", "stoi", "merges") if op == "vocab" else arg
+    return Case(f"{where}: {what}{note}", args, {}, {"op": (op, op_arg, False), "train": train})
+
+
+_E = (BYTE_CHARS[195], BYTE_CHARS[169])  # the two bytes of 'é' as BYTE_CHARS characters
+_BYTE_CASES = {  # check: (visible cases, more hidden ones), as arguments of _byte
+    "byte_bpe_vocab": ([(([],), "vocab"), (("東京 東京 東京", 4), "vocab", None, " (built by train)")],
+                       [((_DUP[0],), "vocab", None, " ('abc' is built by two merges)"),
+                        (("café cafés éé", 6), "vocab", None, " (built by train)")]),
+    "byte_bpe_encode": ([(([],), "encode", "é東🙂"), ((_HUG,), "encode", "hug pug"),
+                         (([_E, ("f", "".join(_E))],), "roundtrip", "naïve café, 東京, 🙂")],
+                        [((_BC_AB,), "encode", "abababc"), (([_E],), "encode", " café\n")]),
+    "byte_bpe_decode": ([(([],), "decode", [195, 169, 32, 230, 157, 177]),
+                         (([],), "decode", [104, 195, 105], " (half a character)"),
+                         (([_E],), "decode", [256, 195, 256], " (half a character)"),
+                         (([],), "decode", [65, -1], " (a negative id)")],
+                        [(([_E],), "decode", [257], " (one past the last id)"),
+                         (([],), "roundtrip", "Zoë 東京 🙂\n")])}
+_BYTE_MISTAKES = [  # (operations: v(ocab), e(ncode), d(ecode); hint; knobs)
+    ("ved", "Did you run BPE on the characters instead of the UTF-8 bytes? Train and encode on "
+            "to_bytechars(text): every character outside ASCII is several bytes.", {"chars": True}),
+    ("ed", "Did you decode each token's bytes on its own? Join the bytes of all the ids first, then decode "
+           "once: a character's bytes may sit in two tokens.", {"per_token": True}),
+    ("d", "Did you decode with errors='strict'? Invalid or cut UTF-8 must give UNK_CHAR: "
+          "bytes.decode('utf-8', errors='replace').", {"errors": "strict"}),
+    ("d", "Did a negative id index the vocabulary from the end? decode must raise ValueError for any id "
+          "outside 0..vocab_size-1.", {"wrap": True}),
+    ("v", "Did you add a merged token twice? Two merges can build the same string: add it once.",
+     {"dedupe": False}),
+    ("e", _ORDER, {"encoding": {"order": "reversed"}})]
+
+
+def _byte_check(name: str) -> Check:
+    op = name.rpartition("_")[2]
+    return Check(name=name, expected=lambda c: _or_error(_ByteTokenizer.on, c),
+                 cases=_cases(_byte, *_BYTE_CASES[name], lambda rng: _random_bytes(rng, op)),
+                 call=lambda cls, case: _use(cls.train(*case.args) if case.meta["train"] else cls(*case.args), case),
+                 hint="Check the contract: vocabulary = BYTE_CHARS then one token per merge; train and encode on "
+                      "to_bytechars(text); decode joins all the bytes, then decodes with errors='replace'.",
+                 mistakes=[Mistake(h, kit.variant(_ByteTokenizer.on, **k)) for ops, h, k in _BYTE_MISTAKES
+                           if op[0] in ops])
+
+
 _CHAR_HINT = ("Check the contract: specials first, then sorted(set(corpus)); unknown characters -> <unk>; "
               "decode skips <pad>/<bos>/<eos>, writes UNK_CHAR for <unk>, raises ValueError for a bad id.")
-_BPE_HINT = ("Check the contract: specials, sorted(set(alphabet)), then one token per merge in learned order "
-             "(none twice); encode = bpe_encode + lookup, unknown -> <unk>; decode as CharTokenizer's.")
+_BPE_HINT = ("Check the contract: super().__init__(alphabet, specials), then one token per merge in learned "
+             "order (none twice) and vocab_size updated; encode = bpe_encode + lookup, unknown -> <unk>; "
+             "decode is CharTokenizer's (fix exercise 1.1 if it fails).")
 
 register(
     __name__,
@@ -449,4 +563,5 @@ register(
                     "the text."),
     *(_tokenizer_check(name, _BPE_HINT)
       for name in ("bpe_tokenizer_vocab", "bpe_tokenizer_encode", "bpe_tokenizer_decode")),
+    *(_byte_check(name) for name in ("byte_bpe_vocab", "byte_bpe_encode", "byte_bpe_decode")),
 )

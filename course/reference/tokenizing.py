@@ -119,26 +119,24 @@ def bpe_encode(text: str, merges: list[tuple[str, str]]) -> list[str]:
     return result
 
 
-class BPETokenizer:
-    """A byte-pair-encoding tokenizer with ids.
+class BPETokenizer(CharTokenizer):
+    """A byte-pair-encoding tokenizer with ids, built on CharTokenizer.
 
-    Vocabulary: the special tokens, then the sorted characters of `alphabet`,
-    then one token per merge in learned order (skipping strings already present).
+    Vocabulary: CharTokenizer's (the special tokens, then the sorted characters
+    of `alphabet`), then one token per merge in learned order (skipping strings
+    already present). `encode` uses bpe_encode; `decode` is CharTokenizer's.
     """
 
     def __init__(self, merges: list[tuple[str, str]], alphabet: str,
                  specials: tuple[str, ...] = ("<pad>", "<bos>", "<eos>", "<unk>")) -> None:
+        super().__init__(alphabet, specials)  # the specials, then sorted(set(alphabet))
         self.merges: list[tuple[str, str]] = list(merges)
-        self.itos: list[str] = list(specials) + sorted(set(alphabet))
-        self.stoi: dict[str, int] = {token: i for i, token in enumerate(self.itos)}
         for first, second in self.merges:
             token = first + second
             if token not in self.stoi:  # two merges may build the same string
                 self.stoi[token] = len(self.itos)
                 self.itos.append(token)
-        self.vocab_size: int = len(self.itos)
-        self.pad_id, self.bos_id = self.stoi["<pad>"], self.stoi["<bos>"]
-        self.eos_id, self.unk_id = self.stoi["<eos>"], self.stoi["<unk>"]
+        self.vocab_size = len(self.itos)
 
     @classmethod
     def train(cls, corpus: str, num_merges: int,
@@ -153,14 +151,53 @@ class BPETokenizer:
             ids = [self.bos_id] + ids + [self.eos_id]
         return ids
 
+    # decode(ids) is inherited from CharTokenizer.
+
+
+# BYTE_CHARS[b] stands for the byte b: ASCII bytes are themselves, the others chr(256 + b)
+BYTE_CHARS = "".join(chr(b if b < 128 else 256 + b) for b in range(256))
+
+
+def to_bytechars(text: str) -> str:
+    """The UTF-8 bytes of `text`, one character of BYTE_CHARS per byte."""
+    return "".join(BYTE_CHARS[b] for b in text.encode("utf-8"))
+
+
+def from_bytechars(chars: str) -> bytes:
+    """The bytes that a string of BYTE_CHARS characters stands for (the inverse of to_bytechars)."""
+    return bytes(ord(c) if ord(c) < 128 else ord(c) - 256 for c in chars)
+
+
+class ByteBPETokenizer:
+    """Byte-level BPE: the 256 byte values are the base tokens, so no text is unknown.
+
+    Vocabulary: the 256 characters of BYTE_CHARS (id b = byte b), then one token
+    per merge in learned order (skipping strings already present).
+    """
+
+    def __init__(self, merges: list[tuple[str, str]]) -> None:
+        self.merges: list[tuple[str, str]] = list(merges)
+        self.itos: list[str] = list(BYTE_CHARS)
+        self.stoi: dict[str, int] = {token: i for i, token in enumerate(self.itos)}
+        for first, second in self.merges:
+            if first + second not in self.stoi:  # two merges may build the same string
+                self.stoi[first + second] = len(self.itos)
+                self.itos.append(first + second)
+        self.vocab_size: int = len(self.itos)
+
+    @classmethod
+    def train(cls, corpus: str, num_merges: int) -> "ByteBPETokenizer":
+        """Learn up to `num_merges` merges on the bytes of `corpus` and build the tokenizer."""
+        return cls(train_bpe(to_bytechars(corpus), num_merges))
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of the byte-level BPE tokens of `text` (any string)."""
+        return [self.stoi[token] for token in bpe_encode(to_bytechars(text), self.merges)]
+
     def decode(self, ids: list[int]) -> str:
-        """The text of `ids`: <pad>/<bos>/<eos> dropped, <unk> -> UNK_CHAR. Raises ValueError on a bad id."""
-        silent = {self.pad_id, self.bos_id, self.eos_id}
-        pieces = []
+        """The text of `ids`: all their bytes, decoded as UTF-8 at once (invalid bytes -> UNK_CHAR)."""
         for i in ids:
             if not 0 <= i < self.vocab_size:
                 raise ValueError(f"id {i} is outside the vocabulary (0..{self.vocab_size - 1})")
-            if i in silent:
-                continue
-            pieces.append(UNK_CHAR if i == self.unk_id else self.itos[i])
-        return "".join(pieces)
+        data = from_bytechars("".join(self.itos[i] for i in ids))
+        return data.decode("utf-8", errors="replace")

@@ -1,7 +1,8 @@
 from submissions import Mutant
 
-CHAR, MERGE, TRAIN, ENCODE, BPE = "char-tokenizer", "merge-pair", "train-bpe", "bpe-encode", "bpe-tokenizer"
-T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE = (f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE))
+CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE = ("char-tokenizer", "merge-pair", "train-bpe", "bpe-encode", "bpe-tokenizer",
+                                         "byte-bpe")
+T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE, T_BYTE = (f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE))
 
 _SPECIALS_FIRST = "Did you put the special tokens after the other tokens?"
 _HARD_CODED = "Did you hard-code the ids of the special tokens as 0..3?"
@@ -136,7 +137,7 @@ MUTANTS = [
            (("    result: list[str] = []\n",
              "    result: list[str] = []\n    merges[:] = [p for p in merges if p[0] + p[1] in text]  # speed-up\n"),),
            (T_ENCODE,), hint=_INPLACE),
-    # ---- BPETokenizer
+    # ---- BPETokenizer (a CharTokenizer subclass: its decode is inherited)
     Mutant("bpe: duplicate merged strings added twice", BPE,
            (("            if token not in self.stoi:  # two merges may build the same string\n"
              "                self.stoi[token] = len(self.itos)\n",
@@ -145,21 +146,51 @@ MUTANTS = [
     Mutant("bpe: merged tokens sorted", BPE,
            (("for first, second in self.merges:", "for first, second in sorted(self.merges):"),), (T_BPE,),
            hint="Did you sort the merged tokens?"),
-    Mutant("bpe: decode joins tokens with spaces", BPE, (('return "".join(pieces)', 'return " ".join(pieces)'),),
-           (T_BPE,), hint="Did decode join the tokens with spaces?"),
+    Mutant("bpe: vocab_size not updated after the merges", BPE,
+           (("        self.vocab_size = len(self.itos)\n", ""),), (T_BPE,),
+           hint="Did you update vocab_size after adding the merged tokens?"),
+    Mutant("bpe: encode not replaced (inherited: one id per character)", BPE,
+           (("        ids = [self.stoi.get(token, self.unk_id) for token in bpe_encode(text, self.merges)]\n"
+             "        if add_special:\n            ids = [self.bos_id] + ids + [self.eos_id]\n        return ids\n",
+             "        return super().encode(text, add_special)\n"),), (T_BPE,),
+           hint="did you replace encode?"),
+    Mutant("bpe: decode overridden, joining tokens with spaces", BPE,
+           (("    # decode(ids) is inherited from CharTokenizer.",
+             "    def decode(self, ids: list[int]) -> str:\n"
+             "        pieces = [CharTokenizer.decode(self, [i]) for i in ids]\n"
+             "        return \" \".join(p for p in pieces if p)"),), (T_BPE,),
+           hint="Did decode join the tokens with spaces?"),
     Mutant("bpe: unknown tokens crash", BPE,
            (("[self.stoi.get(token, self.unk_id) for token", "[self.stoi[token] for token"),), (T_BPE,),
            hint=_UNKNOWN),
-    Mutant("bpe: decode keeps special tokens", BPE,
-           (("silent = {self.pad_id, self.bos_id, self.eos_id}", "silent = set()"),), (T_BPE,), hint=_KEEPS),
-    Mutant("bpe: special ids hard-coded 0..3", BPE,
-           (('self.eos_id, self.unk_id = self.stoi["<eos>"], self.stoi["<unk>"]', "self.eos_id, self.unk_id = 2, 3"),
-            ('self.pad_id, self.bos_id = self.stoi["<pad>"], self.stoi["<bos>"]', "self.pad_id, self.bos_id = 0, 1")),
-           (T_BPE,), hint=_HARD_CODED),
+    Mutant("bpe: special ids hard-coded 0..3 in encode", BPE,
+           (("self.stoi.get(token, self.unk_id)", "self.stoi.get(token, 3)"),
+            ("[self.bos_id] + ids + [self.eos_id]", "[1] + ids + [2]")), (T_BPE,), hint=_HARD_CODED),
     # an attribute the contract asks for
     Mutant("bpe: merges kept under another name", BPE,
            (("self.merges: list[tuple[str, str]] = list(merges)", "self._merges: list[tuple[str, str]] = list(merges)"),
             ("for first, second in self.merges:", "for first, second in self._merges:"),
             ("bpe_encode(text, self.merges)", "bpe_encode(text, self._merges)")), (T_BPE,),
            hint="has no attribute 'merges'"),
+    # ---- ByteBPETokenizer (optional exercise 1.6)
+    Mutant("byte: each token's bytes decoded on their own", BYTE,
+           (('        data = from_bytechars("".join(self.itos[i] for i in ids))\n'
+             '        return data.decode("utf-8", errors="replace")',
+             '        return "".join(from_bytechars(self.itos[i]).decode("utf-8", errors="replace") for i in ids)'),),
+           (T_BYTE,), hint="Did you decode each token's bytes on its own?"),
+    Mutant("byte: BPE on characters, not bytes", BYTE,
+           (("bpe_encode(to_bytechars(text), self.merges)", "bpe_encode(text, self.merges)"),
+            ("train_bpe(to_bytechars(corpus), num_merges)", "train_bpe(corpus, num_merges)")), (T_BYTE,),
+           hint="Did you run BPE on the characters instead of the UTF-8 bytes?"),
+    Mutant("byte: merges applied in reverse order", BYTE,
+           (("bpe_encode(to_bytechars(text), self.merges)", "bpe_encode(to_bytechars(text), self.merges[::-1])"),),
+           (T_BYTE,), hint=_ORDER),
+    Mutant("byte: strict UTF-8 decoding", BYTE, (('errors="replace"', 'errors="strict"'),), (T_BYTE,),
+           hint="Did you decode with errors='strict'?"),
+    Mutant("byte: negative ids wrap around", BYTE,
+           (("if not 0 <= i < self.vocab_size:", "if i >= self.vocab_size:"),), (T_BYTE,),
+           hint="Did a negative id index the vocabulary from the end?"),
+    Mutant("byte: duplicate merged strings added twice", BYTE,
+           (("            if first + second not in self.stoi:  # two merges may build the same string\n",
+             "            if True:\n"),), (T_BYTE,), hint="Did you add a merged token twice?"),
 ]
