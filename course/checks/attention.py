@@ -211,18 +211,16 @@ def _sdpa_fully_masked_cases(rng: np.random.Generator, hidden: bool) -> list[Cas
     ]
 
 
-_SCALE_MISTAKES = [
-    Mistake("Did you divide by d_k instead of sqrt(d_k)?", differing(_attend, root=False)),
-    Mistake("Did you forget to divide the scores by sqrt(d_k)?", differing(_attend, scale_by=None)),
-    Mistake("Did you divide by the square root of the sequence length? d_k is the key dimension "
-            "q.shape[-1], not the number of tokens.", differing(_attend, scale_by="n_k")),
-    Mistake("Did you divide by the square root of the number of queries? d_k is q.shape[-1].",
-            differing(_attend, scale_by="n_q")),
-    Mistake("Did you divide by sqrt(d_v)? The scale uses the key dimension d_k = q.shape[-1].",
-            differing(_attend, scale_by="d_v")),
-    Mistake("Did you take the softmax over the queries (dim=-2)? Each query's weights over the keys "
-            "must sum to 1: softmax along the last axis.", differing(_attend, dim=-2)),
-]
+_SCALE_MISTAKES = [Mistake(hint, differing(_attend, **knobs)) for hint, knobs in (
+    ("Did you divide by d_k instead of sqrt(d_k)?", {"root": False}),
+    ("Did you forget to divide the scores by sqrt(d_k)?", {"scale_by": None}),
+    ("Did you divide by the square root of the sequence length? d_k is the key dimension "
+     "q.shape[-1], not the number of tokens.", {"scale_by": "n_k"}),
+    ("Did you divide by the square root of the number of queries? d_k is q.shape[-1].", {"scale_by": "n_q"}),
+    ("Did you divide by sqrt(d_v)? The scale uses the key dimension d_k = q.shape[-1].", {"scale_by": "d_v"}),
+    ("Did you take the softmax over the queries (dim=-2)? Each query's weights over the keys "
+     "must sum to 1: softmax along the last axis.", {"dim": -2}),
+)]
 _K_NOT_TRANSPOSED = Mistake("Did you forget to transpose K? The scores are q @ k.transpose(-2, -1).",
                             differing(_attend, transpose_k=False))  # shows only where n_k == d_k
 

@@ -1,0 +1,134 @@
+"""6.2: the LayerNorm module: its forward pass, a new module's parameters, and its constructor's errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import kit
+from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
+from ..kit import differing
+from ._shared import _FORBID, _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike
+
+# --------------------------------------------------- 6.2 LayerNorm module ---
+# Case.args: what forward() is called with (x); meta: the constructor's arguments and the weights to copy in.
+
+def _module_case(rng: np.random.Generator, *shape: int, kind: str = "normal", eps: float | None = None) -> Case:
+    d = shape[-1]
+    x = _rows(rng, *shape, kind=kind)
+    gamma, beta = _affine(rng, d)
+    label = f"LayerNorm({d}{'' if eps is None else f', eps={eps:g}'}), x {kit.shape_of(x)}{_NOTES[kind]}"
+    return Case(label, (x,), meta={"d_model": d, "eps": eps, "weights": {"gamma": gamma, "beta": beta}})
+
+
+def _module_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [((2, 3, 4), {}), ((3, 6), {"kind": "tiny", "eps": 1e-3})] if not hidden else [
+        ((4, 5, 7), {}), ((2, 2, 3, 16), {"eps": 1e-3}), ((10,), {}), ((3, 1), {}), ((1, 2, 512), {}),
+        ((2, 6, 64), {"kind": "offset"}), ((3, 32), {"kind": "tiny"}), ((4, 8), {"kind": "constant", "eps": 0.1}),
+        ((5, 6), {"eps": 3.0})]
+    return [_module_case(rng, *shape, **kw) for shape, kw in specs]
+
+
+def _build(cls: Any, case: Case) -> nn.Module:
+    eps = case.meta["eps"]
+    return kit.build(cls, case.meta["d_model"]) if eps is None else kit.build(cls, case.meta["d_model"], eps=eps)
+
+
+def _call_module(cls: Any, case: Case) -> Any:
+    module = _build(cls, case)
+    kit.load_weights(module, case.meta["weights"], "The module holds two nn.Parameter tensors, gamma and beta, "
+                                                   "each of shape (d_model,)")
+    return kit.run_modes(module, lambda m, x: m(x), *case.args)
+
+
+def _module_oracle(case: Case) -> Any:
+    eps = EPS if case.meta["eps"] is None else case.meta["eps"]
+    ref = nn.LayerNorm(case.meta["d_model"], eps=eps, dtype=torch.float64)
+    with torch.no_grad():
+        ref.weight.copy_(case.meta["weights"]["gamma"])
+        ref.bias.copy_(case.meta["weights"]["beta"])
+        return kit.both_modes(ref(case.args[0].double()).float())
+
+
+def _module_manual(case: Case, *, eps_ignored: bool = False, **knobs: Any) -> Any:
+    eps = EPS if eps_ignored or case.meta["eps"] is None else case.meta["eps"]
+    out = _manual(case.args[0], case.meta["weights"]["gamma"], case.meta["weights"]["beta"], eps, **knobs)
+    return NOT_APPLICABLE if out is NOT_APPLICABLE else kit.both_modes(out)
+
+
+def _init_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [((2, 3, 6), None)] if not hidden else [((3, 5), None), ((2, 4, 9), 1e-3), ((1, 7, 1), None),
+                                                    ((2, 2, 64), 0.5)]
+    cases = [_module_case(rng, *shape, eps=eps) for shape, eps in specs]
+    for case in cases:  # no weights are copied in: the module keeps its own initial values
+        case.label = "a new " + case.label
+    return cases
+
+
+_PARAMS, _NEW = "parameters (name: shape, dtype)", "forward(x) of the new module"
+
+
+def _init_report(cls: Any, case: Case) -> dict:
+    module = _build(cls, case)
+    with torch.no_grad():
+        return {_PARAMS: kit.parameter_table(module), _NEW: module(case.args[0])}
+
+
+def _init_expected(case: Case, *, shape: str = "d", dtype: str = "float32", kind: str = "parameter",
+                   swapped: bool = False) -> dict:
+    """A new module: gamma = 1 and beta = 0, so forward is the plain normalisation. Knobs: the parameters'
+    shape ('1' or '1,1,d') and dtype, stored as plain tensors or buffers (`kind`), initial values swapped."""
+    d, eps = case.meta["d_model"], case.meta["eps"]
+    x = case.args[0]
+    size = {"d": (d,), "1": (1,), "1,1,d": (1, 1, d)}[shape]
+    table = {name: (size, dtype) for name in ("gamma", "beta")} if kind == "parameter" else {}
+    out = F.layer_norm(x.double(), (d,), eps=EPS if eps is None else eps).float()
+    if swapped:
+        out = torch.ones_like(out)  # gamma = 0 and beta = 1
+    out = out * torch.ones(size)  # what a gain of that shape does to the output's shape
+    return {_PARAMS: table, _NEW: out.to(getattr(torch, dtype)) if kind == "parameter" else out}
+
+
+def _made(cls: Any, case: Case) -> str:
+    _build(cls, case)
+    return "a module was created"
+
+
+_INIT_SLIPS = [  # (hint, `_init_expected` knobs)
+    (("Did you initialise gamma to zeros and beta to ones? A new LayerNorm starts as the plain normalisation: "
+      "gamma = torch.ones(d_model), beta = torch.zeros(d_model)."), {"swapped": True}),
+    (("Did you store gamma and beta as plain tensors (or buffers)? They are learned: wrap them in nn.Parameter so "
+      "that the optimiser sees them."), {"kind": "plain"}),
+    ("gamma and beta hold one number per feature: shape (d_model,), not (1,).", {"shape": "1"}),
+    ("gamma and beta have shape (d_model,): one number per feature, shared by every position (not (1, 1, d_model)).",
+     {"shape": "1,1,d"}),
+    ("gamma and beta are float32 (nn.Parameter(torch.ones(d_model)) is), not float64.", {"dtype": "float64"}),
+]
+_MODULE_HINT = ("forward(x) is your layer_norm(x, self.gamma, self.beta, self.eps): same shape and dtype as x, any "
+                "leading dimensions. The module has no dropout, so training and eval mode must agree: if only key "
+                "'train' differs, your module behaves differently in training mode. If your layer_norm fails its own "
+                "tests, fix it first.")
+
+register(
+    __name__,
+    Check(name="layer_norm_module", cases=_module_cases, expected=_module_oracle, call=_call_module, forbid=_FORBID,
+          mistakes=[*_ln_mistakes(_module_manual),
+                    Mistake("Did you pass eps on? LayerNorm(d_model, eps) must normalise with that eps, not the "
+                            "default.", _unlike(_module_manual, eps_ignored=True))],
+          hint=_MODULE_HINT, rtol=RTOL, atol=ATOL),
+    Check(name="layer_norm_module_init", cases=_init_cases, call=_init_report, expected=_init_expected,
+          forbid=_FORBID,
+          mistakes=[Mistake(hint, differing(_init_expected, **knobs)) for hint, knobs in _INIT_SLIPS],
+          hint="A new LayerNorm(d_model) holds exactly two parameters, gamma = ones and beta = zeros, each an "
+               "nn.Parameter of shape (d_model,) in float32, and no others."),
+    Check(name="layer_norm_module_errors", call=_made,
+          cases=lambda rng, hidden: [Case(f"LayerNorm({d})", meta={"d_model": d, "eps": None})
+                                     for d in ([0] if not hidden else [0, -1, -64])],
+          expected=lambda c: kit.raises("d_model must be at least 1"),
+          hint="Check d_model first in __init__ and raise ValueError when it is smaller than 1 (a LayerNorm over "
+               "no features has nothing to normalise)."),
+)

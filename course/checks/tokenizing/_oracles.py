@@ -1,0 +1,153 @@
+"""The chapter's oracles, written independently of the solution cells: `_merge`, `_train`, `_encode`, and
+`_Tokenizer` for both tokenizer classes (run by `_use` as the student's are), with knobs for known mistakes;
+`_new` and `_or_error` turn a call's result (or its ValueError) into what the judge compares."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Callable
+
+from .. import kit
+from ..framework import Case
+
+SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+UNK_CHAR = "\ufffd"
+_WORD = re.compile(r"\s*\S+|\s+")  # pretokenize: whitespace sticks to the word after it
+
+
+def _merge(tokens: list[str], pair: tuple[str, str], merge: str = "ok") -> list[str]:
+    """merge_pair; `merge` names a mistake: "first", "noskip", "text", "nolast" or "rtl"."""
+    a, b = pair
+    if merge == "rtl":  # scanning from the right = scanning the mirrored list from the left
+        flip = lambda ts: [t[::-1] for t in reversed(ts)]  # noqa: E731
+        return flip(_merge(flip(tokens), (b[::-1], a[::-1])))
+    out, i, n, done = [], 0, len(tokens), False
+    while i < n:
+        at_pair = i < n - 1 - (merge == "nolast") and (
+            tokens[i] + tokens[i + 1] == a + b if merge == "text" else (tokens[i], tokens[i + 1]) == pair)
+        if at_pair and not done:
+            out.append(a + b)
+            i, done = i + 1 + (merge != "noskip"), merge == "first"
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+def _train(corpus: str, num_merges: int, *, tie: str = "greatest", cross_words: bool = False,
+           skip_last: bool = False, weighted: bool = True, min_count: int = 2, recount: bool = True,
+           merge: str = "ok") -> list[tuple[str, str]]:
+    """train_bpe, step by step as the contract states it; the knobs' defaults are the contract."""
+    if num_merges < 0:
+        raise ValueError("a negative num_merges is an error")
+    freq = Counter([corpus] if cross_words else _WORD.findall(corpus))
+    words = [[list(w), f if weighted else 1] for w, f in freq.items()]
+
+    def count() -> Counter:  # in insertion order: first seen first ("the first pair found")
+        return Counter(p for t, f in words for p in zip(t, t[1:len(t) - skip_last]) for _ in range(f))
+
+    merges: list[tuple[str, str]] = []
+    frozen = count()
+    while len(merges) < num_merges:
+        counts = count() if recount else Counter({p: c for p, c in frozen.items() if p not in merges})
+        top = max(counts.values(), default=0)
+        if top < min_count:
+            break
+        tied = [p for p in counts if counts[p] == top]
+        merges.append({"greatest": max, "smallest": min, "first": lambda ps: ps[0]}[tie](tied))
+        for w in words:
+            w[0] = _merge(w[0], merges[-1], merge)
+    return merges
+
+
+def _encode(text: str, merges: list[tuple[str, str]], *, order: str = "learned", split: bool = True,
+            merge: str = "ok") -> list[str]:
+    """bpe_encode: the merges replayed in learned `order` on each word ("frequent": the word's most
+    frequent known pair first; "scan": one greedy left-to-right pass); split=False: text.split()."""
+    out, known = [], set(merges)
+    for word in _WORD.findall(text) if split else text.split():
+        toks = list(word)
+        if order == "scan":
+            toks = [word[0]] if word else []
+            for t in word[1:]:
+                toks[-1:] = [toks[-1] + t] if (toks[-1], t) in known else [toks[-1], t]
+        while order == "frequent" and (c := Counter(p for p in zip(toks, toks[1:]) if p in known)):
+            toks = _merge(toks, max(c, key=c.get), merge)
+        for p in {"learned": merges, "reversed": merges[::-1], "sorted": sorted(merges)}.get(order, []):
+            toks = _merge(toks, p, merge)
+        out += toks
+    return out
+
+
+class _Tokenizer:
+    """Both tokenizer classes (BPE when given merges); its knobs are those of `_TOKENIZER_MISTAKES`."""
+
+    def __init__(self, alphabet: str, specials: tuple[str, ...], merges: list | None, *, specials_last=False,
+                 appearance=False, fixed_ids=False, dedupe=True, sort_merges=False, stale_size=False,
+                 **knobs: Any) -> None:
+        chars = list(dict.fromkeys(alphabet)) if appearance else sorted(set(alphabet))
+        self.itos = chars + list(specials) if specials_last else list(specials) + chars
+        self.merges, self.bpe, base = list(merges or []), merges is not None, len(self.itos)
+        for a, b in sorted(self.merges) if sort_merges else self.merges:
+            self.itos += [a + b] if not dedupe or a + b not in self.itos else []
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+        self.vocab_size = base if stale_size else len(self.itos)  # stale: CharTokenizer's size kept
+        self.pad, self.bos, self.eos, self.unk = range(4) if fixed_ids else (self.stoi[s] for s in SPECIALS)
+        self.o = {"crash": False, "keep": False, "unk_text": UNK_CHAR, "no_eos": False, "wrap": False,
+                  "joiner": "", "encoding": {}, **knobs}  # `encoding`: the knobs of the `_encode` it uses
+
+    def encode(self, text: str, add_special: bool = False) -> list[int]:
+        pieces = _encode(text, self.merges, **self.o["encoding"]) if self.bpe else list(text)
+        ids = [self.stoi[p] if self.o["crash"] else self.stoi.get(p, self.unk) for p in pieces]
+        return [self.bos] + ids + [self.eos] * (not self.o["no_eos"]) if add_special else ids
+
+    def decode(self, ids: list[int]) -> str:
+        out = []
+        for i in ids:
+            if not -self.vocab_size * self.o["wrap"] <= i < self.vocab_size:
+                raise ValueError(f"decode must reject id {i}: ids lie in 0..vocab_size-1 = "
+                                 f"0..{self.vocab_size - 1}")
+            if self.o["keep"] or i not in (self.pad, self.bos, self.eos):
+                out.append(self.o["unk_text"] if i == self.unk else self.itos[i])
+        return self.o["joiner"].join(out)
+
+    @staticmethod
+    def on(case: Case, **knobs: Any) -> Any:
+        """The oracle on a tokenizer case: args (corpus,) or (merges, alphabet), kwargs the specials."""
+        merges = case.args[0] if len(case.args) == 2 else None
+        return _use(_Tokenizer(case.args[-1], case.kwargs.get("specials", SPECIALS), merges, **knobs), case)
+
+
+def _use(tok: Any, case: Case) -> Any:
+    """Run meta "op" on a tokenizer, the student's or the oracle's: "vocab" (its attributes), "encode",
+    "decode" or "roundtrip" (decode of encode); ids must be Python ints, decode leaves its input alone."""
+    op, arg, add = case.meta["op"]
+    if op == "vocab":
+        return {name: getattr(tok, name) for name in arg}
+    if op == "decode":
+        text = tok.decode(ids := list(arg))
+        if ids != arg:
+            raise RuntimeError("decode changed its input (ids) in place; the contract leaves it unchanged")
+        return text
+    ids = _new(tok.encode(arg, add_special=True) if add else tok.encode(arg), (), int,
+               "encode must return a list of Python ints")
+    return tok.decode(ids) if op == "roundtrip" else ids
+
+
+def _new(out: Any, args: tuple, item: type, what: str) -> Any:
+    """`out` if it is a new list (not one of `args`) of `item`s, as the contract says; else an error."""
+    if any(out is a for a in args if isinstance(a, list)):
+        raise RuntimeError("it returned the list it was given: the contract asks for a new list")
+    bad = out if not isinstance(out, list) else next((v for v in out if type(v) is not item), None)
+    if bad is not None:
+        raise TypeError(f"{what}, got a {type(bad).__name__} ({bad!r:.40})")
+    return out
+
+
+def _or_error(oracle: Callable[..., Any], *args: Any) -> Any:
+    """oracle(*args) as the expected answer: a ValueError it raises is the error the contract asks for."""
+    try:
+        return oracle(*args)
+    except ValueError as err:
+        return kit.raises(str(err))
