@@ -92,6 +92,26 @@ def _reclaim(fd: int, depth: int) -> int:
     return removed
 
 
+#: a Unix socket's path holds at most 107 bytes, and ZeroMQ appends "-<n>" to the kernel's address
+MAX_SOCKET_PATH = 100
+
+
+def kernel_socket_folder(socket_dir: Path) -> Path:
+    """A fresh, private folder for one kernel's IPC sockets.
+
+    It is made in `socket_dir`, or, when that path is too long for a Unix
+    socket's address (a deep --out folder), in the system's temporary folder.
+    """
+    socket_dir.mkdir(parents=True, exist_ok=True)
+    for base in (socket_dir, Path(tempfile.gettempdir())):
+        folder = Path(tempfile.mkdtemp(prefix="k", dir=base))
+        if len(str(folder / "k-65535")) <= MAX_SOCKET_PATH:
+            return folder
+        folder.rmdir()
+    raise RuntimeError(f"no folder for IPC sockets with a path under {MAX_SOCKET_PATH} bytes: "
+                       "set TMPDIR to a short path")
+
+
 class BoundedKernelManager(AsyncKernelManager):
     """A kernel manager whose clients use its ZeroMQ context, and so the
     socket limits `GuardedExecute` sets on it."""
@@ -121,8 +141,7 @@ class GuardedExecute(Execute):
         km.context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)  # for the sockets made after this
         km.context.setsockopt(zmq.RCVHWM, self.max_queued_messages)
         if self.socket_dir:  # one folder per kernel: nothing there is shared with another student
-            Path(self.socket_dir).mkdir(parents=True, exist_ok=True)
-            self._sockets = Path(tempfile.mkdtemp(dir=self.socket_dir))
+            self._sockets = kernel_socket_folder(Path(self.socket_dir))
             km.ip = str(self._sockets / "k")
         return km
 

@@ -133,7 +133,8 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
         if problem:
             raise SystemExit(f"cannot grade safely: {problem}.\n"
                              "Fix that, or pass --unsafe-no-sandbox to run student code without isolation.")
-    secret = course_secret(secret)
+    submissions, out = submissions.resolve(), out.resolve()  # nbgrader runs elsewhere: no relative paths
+    secret = course_secret(None if secret is None else secret.resolve())
     out.mkdir(parents=True, exist_ok=True)
     found, warnings = discover(submissions)
     for w in warnings:

@@ -135,14 +135,31 @@ def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path)
         write(nb, subs, student, CH)
     env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
 
-    first = _grade(subs, tmp_path / "out1", env={**env, SECRET_ENV: str(secret)})  # the course's default secret
+    # out1 lies deep: its sockets' paths would pass the Unix limit of 107 bytes (kernel_socket_folder)
+    deep = tmp_path / ("a-deep-folder-" * 8) / "out1"
+    first = _grade(subs, deep, env={**env, SECRET_ENV: str(secret)})  # the course's default secret
+    (tmp_path / "out1").symlink_to(deep)
     assert f"created the course's grading secret: {secret}" in first.stderr
     second = _grade(subs, tmp_path / "out2", "--secret", str(secret), env=env)
     assert "grading secret" not in second.stderr
 
+    grades = (tmp_path / "out1" / "grades.csv").read_text()
+    assert grades.count(",graded") == len(students), grades  # every notebook graded, not failed alike
     for name in ("grades.csv", "exercises.csv"):
         assert (tmp_path / "out1" / name).read_text() == (tmp_path / "out2" / name).read_text(), name
     for student in students:  # the hidden cases were the same: drawn from the course's secret
         seeds = {(tmp_path / out / "nbgrader" / "autograded" / student / CH.id / PROBE_DIRNAME /
                   PROBE_SEED_FILE).read_text() for out in ("out1", "out2")}
         assert seeds == {str(seed_for(secret.read_bytes(), student, CH.id))}, student
+
+
+def test_kernel_sockets_get_a_short_folder_when_the_course_folder_is_deep(tmp_path):
+    from autograder.execute import MAX_SOCKET_PATH, kernel_socket_folder
+
+    short = kernel_socket_folder(tmp_path / "s")
+    assert short.parent == tmp_path / "s"
+    deep = tmp_path / ("x" * 60) / ("y" * 60)
+    fallback = kernel_socket_folder(deep)
+    assert fallback.parent != deep and len(str(fallback / "k-65535")) <= MAX_SOCKET_PATH
+    assert fallback.stat().st_mode & 0o777 == 0o700  # private, as mkdtemp makes it
+    fallback.rmdir()
