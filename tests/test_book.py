@@ -49,7 +49,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-import yaml
+from test_structure import toc_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]  # one build, one worker
 
@@ -117,21 +117,7 @@ def test_book_builds_without_warnings(book):
 
 def _toc_pages() -> list[str]:
     """The pages of _toc.yml, in order, as paths under _build/html."""
-    toc = yaml.safe_load((SOURCE / "_toc.yml").read_text())
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections"))
-            for part in entry.get("parts", []):
-                walk(part.get("chapters"))
-
-    walk(toc.get("chapters"))
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    return [re.sub(r"\.(ipynb|md)$", "", p) + ".html" for p in pages]
+    return [re.sub(r"\.(ipynb|md)$", "", p) + ".html" for p in toc_files(SOURCE)]
 
 
 class _Refs(HTMLParser):
