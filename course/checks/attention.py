@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from . import kit
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import NEG_INF, causal_mask, describe, differing, padding_mask, randn
+from .kit import NEG_INF, causal_mask, describe, variant, padding_mask, randn
 
 # ------------------------------------------------------------- softmax ---
 
@@ -90,14 +90,14 @@ register(
         mistakes=[
             Mistake("Did you skip subtracting the maximum? exp(1000) overflows to inf (and exp(-1000) "
                     "underflows to 0), so inf/inf or 0/0 gives NaN. Subtract x.max(dim, keepdim=True) first.",
-                    differing(_softmax, stable=False)),
+                    variant(_softmax, stable=False)),
             Mistake("Did you normalise along the wrong axis? Use `dim` for the max, the exp-sum and "
-                    "keepdim=True so the result broadcasts back.", differing(_softmax, axis="other")),
-            Mistake("Did you always use the last axis? Respect the `dim` argument.", differing(_softmax, axis="last")),
+                    "keepdim=True so the result broadcasts back.", variant(_softmax, axis="other")),
+            Mistake("Did you always use the last axis? Respect the `dim` argument.", variant(_softmax, axis="last")),
             Mistake("Did you take the max without keepdim=True? Then it broadcasts along the wrong axis.",
-                    differing(_softmax, keepdim=False)),
+                    variant(_softmax, keepdim=False)),
             Mistake("Did you divide by the sum over the whole tensor instead of along `dim`?",
-                    differing(_softmax, axis="all")),
+                    variant(_softmax, axis="all")),
         ],
         hint="softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m) with m the maximum along `dim` "
              "(keepdim=True). Entries equal to -inf must get weight exactly 0.",
@@ -211,7 +211,7 @@ def _sdpa_fully_masked_cases(rng: np.random.Generator, hidden: bool) -> list[Cas
     ]
 
 
-_SCALE_MISTAKES = [Mistake(hint, differing(_attend, **knobs)) for hint, knobs in (
+_SCALE_MISTAKES = [Mistake(hint, variant(_attend, **knobs)) for hint, knobs in (
     ("Did you divide by d_k instead of sqrt(d_k)?", {"root": False}),
     ("Did you forget to divide the scores by sqrt(d_k)?", {"scale_by": None}),
     ("Did you divide by the square root of the sequence length? d_k is the key dimension "
@@ -222,23 +222,23 @@ _SCALE_MISTAKES = [Mistake(hint, differing(_attend, **knobs)) for hint, knobs in
      "must sum to 1: softmax along the last axis.", {"dim": -2}),
 )]
 _K_NOT_TRANSPOSED = Mistake("Did you forget to transpose K? The scores are q @ k.transpose(-2, -1).",
-                            differing(_attend, transpose_k=False))  # shows only where n_k == d_k
+                            variant(_attend, transpose_k=False))  # shows only where n_k == d_k
 
 _MASK_MISTAKES = [
     Mistake("Did you ignore the mask? Add it to the scores before the softmax.",
-            differing(_attend, mask_mode="ignored")),
+            variant(_attend, mask_mode="ignored")),
     Mistake("Did you subtract the mask? It is additive: scores + mask, with 0 where a key is allowed "
-            "and -inf where it is not.", differing(_attend, mask_mode="minus")),
+            "and -inf where it is not.", variant(_attend, mask_mode="minus")),
     Mistake("Did you transpose the mask? Row i of the mask belongs to query i, column j to key j: "
-            "add it as it is.", differing(_attend, mask_mode="transposed")),
+            "add it as it is.", variant(_attend, mask_mode="transposed")),
     Mistake("Did you invert the mask, or raise for rows with *some* masked keys? The mask is additive "
             "(0 = allowed, -inf = hidden): add it as it is, and raise ValueError only for a row that is "
-            "-inf for every key (.all(dim=-1), not .any()).", differing(_attend, mask_mode="inverted")),
+            "-inf for every key (.all(dim=-1), not .any()).", variant(_attend, mask_mode="inverted")),
     Mistake("Did you apply the mask after the softmax? Zeroing weights afterwards leaves rows that do "
             "not sum to 1 (and a general additive mask is not a 0/1 gate): add the mask to the scores "
-            "before the softmax.", differing(_attend, mask_mode="after-multiply")),
+            "before the softmax.", variant(_attend, mask_mode="after-multiply")),
     Mistake("Did you add the mask to the weights after the softmax? Add it to the scores before.",
-            differing(_attend, mask_mode="after-add")),
+            variant(_attend, mask_mode="after-add")),
 ]
 
 _SDPA_HINT = ("weights = softmax(q @ k.transpose(-2, -1) / sqrt(d_k) + mask) along the last axis, "
@@ -339,15 +339,15 @@ register(
         name="attention_head", cases=_head_cases, expected=_head_oracle, call=_call_head,
         mistakes=[
             Mistake("Did you ignore `context`? In cross-attention the keys and values come from the "
-                    "context; only the queries come from x.", differing(_head, kv_from="x")),
+                    "context; only the queries come from x.", variant(_head, kv_from="x")),
             *(Mistake("Did you take the queries from the context? Queries come from x (the sequence that "
-                      "asks), keys and values from the context.", differing(_head, q_from="context", kv_from=kv))
+                      "asks), keys and values from the context.", variant(_head, q_from="context", kv_from=kv))
               for kv in ("context", "x")),
-            Mistake("Did you pass the mask on to scaled_dot_product_attention?", differing(_head, masked=False)),
-            Mistake("Did you swap W_q and W_k?", differing(_head, swap=True)),
+            Mistake("Did you pass the mask on to scaled_dot_product_attention?", variant(_head, masked=False)),
+            Mistake("Did you swap W_q and W_k?", variant(_head, swap=True)),
             Mistake("Did you scale by sqrt(d_in)? The scale uses the key width d_k, not the input width.",
-                    differing(_head, scale_by="d_in")),
-            Mistake("Did you forget to scale the scores by 1/sqrt(d_k)?", differing(_head, scale_by=None)),
+                    variant(_head, scale_by="d_in")),
+            Mistake("Did you forget to scale the scores by 1/sqrt(d_k)?", variant(_head, scale_by=None)),
         ],
         hint="q = W_q(x), k = W_k(context), v = W_v(context) (context = x when None), then your "
              "scaled_dot_product_attention(q, k, v, mask). The projections have no bias. The head has no "

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import (build, differing, both_modes, load_weights, parameter_table, raises, randn, run_modes,
+from .kit import (build, variant, both_modes, load_weights, parameter_table, raises, randn, run_modes,
                   shape_of, unless)
 
 FLOAT = torch.float32
@@ -108,9 +108,9 @@ register(
     __name__,
     Check(name="one_hot", cases=_one_hot_cases, expected=_one_hot, forbid=("torch.nn.functional.one_hot",),
           mistakes=[Mistake("Did you flatten the ids and forget to restore their shape? The result must have shape "
-                            "ids.shape + (vocab_size,).", differing(_one_hot, flat=True)),
+                            "ids.shape + (vocab_size,).", variant(_one_hot, flat=True)),
                     Mistake("Did you put the vocabulary axis first? It must be the last axis: shape "
-                            "ids.shape + (vocab_size,).", differing(_one_hot, axis_first=True))],
+                            "ids.shape + (vocab_size,).", variant(_one_hot, axis_first=True))],
           hint="one_hot(ids, vocab_size)[..., j] is 1.0 where ids == j and 0.0 elsewhere, float32 (so that it "
                "can multiply the float matrix E), of shape ids.shape + (vocab_size,). Comparing ids.unsqueeze(-1) "
                "with torch.arange(vocab_size) builds it in one line."),
@@ -167,9 +167,9 @@ _EMBED = dict(
     forbid=("torch.nn.functional.one_hot", "torch.nn.functional.embedding"),
     mistakes=[
         Mistake("Did you flatten the ids and forget to restore their shape? The result must have shape "
-                "ids.shape + (d_model,).", differing(_lookup, flat=True)),
+                "ids.shape + (d_model,).", variant(_lookup, flat=True)),
         Mistake("Did you use E transposed? E has shape (vocab_size, d_model): token i's vector is the "
-                "ROW E[i], not a column.", differing(_lookup, transposed=True)),
+                "ROW E[i], not a column.", variant(_lookup, transposed=True)),
     ],
 )
 
@@ -306,30 +306,30 @@ register(
           call=lambda cls, c: run_modes(_module(cls, c), lambda m, ids: m(ids), *c.args),
           forbid=("torch.nn.functional.embedding",),
           mistakes=[
-              Mistake("Did you multiply by d_model instead of sqrt(d_model)?", differing(_forward, factor="d")),
+              Mistake("Did you multiply by d_model instead of sqrt(d_model)?", variant(_forward, factor="d")),
               Mistake("Did you scale even though scale=False? Multiply by sqrt(d_model) only when "
-                      "scale is True (the default is False).", differing(_forward, when="always")),
+                      "scale is True (the default is False).", variant(_forward, when="always")),
               Mistake("Did you forget to multiply by sqrt(d_model) when scale=True?",
-                      differing(_forward, when="never")),
+                      variant(_forward, when="never")),
               Mistake("Did you divide by sqrt(d_model) instead of multiplying?",
-                      differing(_forward, factor="1/sqrt")),
+                      variant(_forward, factor="1/sqrt")),
               Mistake("Did you flatten the ids and forget to restore their shape? The output must have "
-                      "shape ids.shape + (d_model,).", differing(_forward, flat=True)),
+                      "shape ids.shape + (d_model,).", variant(_forward, flat=True)),
           ],
           hint="forward(ids) is self.weight[ids], of shape ids.shape + (d_model,), times sqrt(d_model) only when "
                "scale=True; the module has no dropout, so training and eval mode give the same result."),
     Check(name="embedding_init", cases=_init_cases, expected=_init_expected, call=_call_init,
           mistakes=[
               Mistake("Did you scale the initial values down (e.g. 0.02 * torch.randn, as GPT-2 does)? "
-                      "This exercise asks for N(0, 1), like nn.Embedding.", differing(_init_expected, std=0.02)),
+                      "This exercise asks for N(0, 1), like nn.Embedding.", variant(_init_expected, std=0.02)),
               Mistake("Did you use torch.rand (uniform on [0, 1)) instead of torch.randn (standard normal)?",
-                      differing(_init_expected, uniform=True)),
+                      variant(_init_expected, uniform=True)),
               Mistake("Did you store the matrix transposed? self.weight must have shape (vocab_size, d_model).",
-                      differing(_init_expected, transposed=True)),
+                      variant(_init_expected, transposed=True)),
               Mistake("Did you make the weight float64? Parameters are float32, torch.randn's default dtype.",
-                      differing(_init_expected, dtype="float64")),
+                      variant(_init_expected, dtype="float64")),
               Mistake("Did you store self.weight as a plain tensor? Wrap it in nn.Parameter, so that the module "
-                      "registers it (and an optimiser trains it).", differing(_init_expected, registered=False)),
+                      "registers it (and an optimiser trains it).", variant(_init_expected, registered=False)),
           ],
           hint="self.weight = nn.Parameter(torch.randn(vocab_size, d_model)): a registered float32 parameter "
                "of shape (vocab_size, d_model), entries drawn from N(0, 1), and no other parameters; store "

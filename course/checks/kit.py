@@ -58,11 +58,14 @@ def raises(why: str, *names: str) -> Raises:
 def variant(oracle: Callable[..., Any], **knobs: Any) -> Callable[[Case], Any]:
     """A mistake's output: the chapter's oracle with some knobs turned.
 
-    ``variant(attend, scale="d_k")`` is ``lambda case: attend(case, scale="d_k")``;
-    the oracle returns `NOT_APPLICABLE` where the knobs change nothing.
+    ``variant(attend, scale="d_k")`` is ``lambda case: attend(case, scale="d_k")``,
+    but `NOT_APPLICABLE` where the knobbed oracle expects an exception (an
+    expected error is no mistake's output). Where the knobs leave the answer
+    as it is, the harness skips the mistake itself: it cannot be told apart.
     """
     def output(case: Case) -> Any:
-        return oracle(case, **knobs)
+        wrong = oracle(case, **knobs)
+        return NOT_APPLICABLE if isinstance(wrong, Raises) else wrong
     return output
 
 
@@ -151,13 +154,3 @@ def describe(**tensors: torch.Tensor | None) -> str:
     """'q (2, 3, 4), k (2, 5, 4)': the shapes of a case's tensors, for its label."""
     return ", ".join(f"{name} {shape_of(t)}" for name, t in tensors.items() if t is not None)
 
-
-def differing(oracle: Callable[..., Any], **knobs: Any) -> Callable[[Case], Any]:
-    """`variant(oracle, **knobs)`, but `NOT_APPLICABLE` where the knobbed
-    oracle expects an exception: an expected error is no mistake's output.
-    (Where the knobs leave the answer as it is, the harness skips the
-    mistake itself: it cannot be told apart there.)"""
-    def output(case: Case) -> Any:
-        wrong = oracle(case, **knobs)
-        return NOT_APPLICABLE if isinstance(wrong, Raises) else wrong
-    return output

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import build, differing, both_modes, parameter_table, raises, randn, run_modes
+from .kit import build, variant, both_modes, parameter_table, raises, randn, run_modes
 
 N = 10000.0
 ODD = "d_model must be even: each sine needs its cosine partner"
@@ -71,24 +71,24 @@ def _table(case: Case, transposed: bool = False, **knobs: Any) -> Any:
 
 _TABLE_MISTAKES = [
     Mistake("Did you swap sin and cos? Even dimensions 0, 2, 4, ... hold sines and odd ones cosines, so "
-            "PE(0) = [0, 1, 0, 1, ...].", differing(_table, swap=True)),
+            "PE(0) = [0, 1, 0, 1, ...].", variant(_table, swap=True)),
     Mistake("Did you use the exponent i/d? With i the pair index (dimensions 2i and 2i+1), the angle is "
             "pos / N^(2i/d_model): the last pair turns at about 1/N per position, not 1/sqrt(N).",
-            differing(_table, exponent="i/d")),
+            variant(_table, exponent="i/d")),
     Mistake("Did you put the dimension index where the formula has the pair index? With i = 0, 2, 4, ... "
             "(e.g. torch.arange(0, d_model, 2)) the exponent must be i/d_model, not 2i/d_model.",
-            differing(_table, exponent="4i/d")),
+            variant(_table, exponent="4i/d")),
     Mistake("The sine and the cosine of one pair must share one frequency, 1/N^(2i/d_model) for both "
             "dimensions 2i and 2i+1. Did you use the dimension index j in each exponent (j/d_model)?",
-            differing(_table, exponent="j/d")),
+            variant(_table, exponent="j/d")),
     Mistake("Did you swap pos and i? The angle is pos / N^(2i/d_model): the position is divided by the power, "
-            "and the pair index i sits in the exponent.", differing(_table, exponent="pos<->i")),
+            "and the pair index i sits in the exponent.", variant(_table, exponent="pos<->i")),
     Mistake("Did you put all sines first and all cosines after (torch.cat)? That is the same table with its "
             "columns permuted, and some libraries use it, but this course's convention interleaves them: "
-            "dimension 2i is a sine, dimension 2i+1 its cosine.", differing(_table, concat=True)),
+            "dimension 2i is a sine, dimension 2i+1 its cosine.", variant(_table, concat=True)),
 ]
 _TRANSPOSED_TABLE = Mistake("Rows are positions: the table has shape (seq_len, d_model). Did you build it "
-                            "transposed?", differing(_table, transposed=True))
+                            "transposed?", variant(_table, transposed=True))
 
 # ---------------------------------------------- 3.1 sinusoidal_encoding ---
 
@@ -213,11 +213,11 @@ def _offset_mistakes(oracle: Callable) -> list[Mistake]:
                 "k fail, you dropped the sign of k (sin(-t) = -sin t). Otherwise check the row convention: "
                 "PE(pos + k) = PE(pos) @ M_k, so each 2x2 block is [[cos t, -sin t], [sin t, cos t]] with "
                 "t = k / N^(2i/d_model) (row 0: what the sine contributes, row 1: what the cosine contributes).",
-                differing(oracle, transposed=True)),
+                variant(oracle, transposed=True)),
         Mistake("Did you use the exponent i/d? Pair i (dimensions 2i, 2i+1) turns by k / N^(2i/d_model) "
-                "radians: the same frequencies as the table.", differing(oracle, exponent="i/d")),
+                "radians: the same frequencies as the table.", variant(oracle, exponent="i/d")),
         Mistake("Every pair turns by its own angle k / N^(2i/d_model), not by k radians: did you forget the "
-                "frequency?", differing(oracle, one_frequency=True)),
+                "frequency?", variant(oracle, one_frequency=True)),
     ]
 
 
@@ -301,16 +301,16 @@ _FORWARD = dict(
     call=lambda cls, c: run_modes(_build(cls, c), _observe, *c.args),
     mistakes=[
         Mistake("Off by one: a sequence of exactly max_len positions fits (positions 0 to max_len - 1); "
-                "raise only when seq_len > max_len.", differing(_forward, mistake="off by one")),
+                "raise only when seq_len > max_len.", variant(_forward, mistake="off by one")),
         Mistake("Did you take the length from x.size(0)? Here tensors are batch-first, (batch, seq, d_model): "
                 "the length is x.size(1), and PE[:seq] (shape (seq, d_model)) broadcasts over the batch. The "
                 "pe[:x.size(0)].unsqueeze(1) recipe is for seq-first inputs.",
-                differing(_forward, mistake="seq first")),
+                variant(_forward, mistake="seq first")),
         Mistake("Did you scale x by sqrt(d_model)? That scaling belongs to the embedding (chapter 2); this module "
-                "only adds the table.", differing(_forward, mistake="scaled")),
-        Mistake("Did you return the table instead of x + table?", differing(_forward, mistake="table only")),
+                "only adds the table.", variant(_forward, mistake="scaled")),
+        Mistake("Did you return the table instead of x + table?", variant(_forward, mistake="table only")),
         Mistake("Did you forget to add the table? The output equals the input.",
-                differing(_forward, mistake="not added")),
+                variant(_forward, mistake="not added")),
     ],
 )
 
@@ -349,12 +349,12 @@ register(
                                      [(6, None, None), (4, 7, 100.0), (10, 1, None)])],
           mistakes=[
               Mistake("Did you store the table as an nn.Parameter? The sinusoidal table is fixed, not learned: "
-                      "register it with self.register_buffer('pe', table).", differing(_buffers, kind="parameter")),
+                      "register it with self.register_buffer('pe', table).", variant(_buffers, kind="parameter")),
               Mistake("Did you store the table as a plain attribute (self.pe = ...)? Then module.to(device) and "
                       "module.state_dict() do not see it: use self.register_buffer('pe', table).",
-                      differing(_buffers, kind="attribute")),
+                      variant(_buffers, kind="attribute")),
               Mistake("Did you store the table in float64? The buffer is float32, like the rest of the model: "
-                      "the table your sinusoidal_encoding returns.", differing(_buffers, dtype="float64")),
+                      "the table your sinusoidal_encoding returns.", variant(_buffers, dtype="float64")),
           ],
           hint="Register the (max_len, d_model) float32 table as a buffer named 'pe' (no trainable parameters)."),
 )

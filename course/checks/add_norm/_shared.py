@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ..framework import NOT_APPLICABLE, Case, Mistake, mismatch
-from ..kit import differing, randn
+from ..kit import variant, randn
 from ..plain import to_plain
 
 EPS = 1e-5
@@ -72,10 +72,10 @@ def _manual(x: torch.Tensor, gamma: torch.Tensor | None, beta: torch.Tensor | No
 
 
 def _unlike(oracle: Any, **knobs: Any) -> Any:
-    """`differing(oracle, **knobs)`, and NOT_APPLICABLE where the wrong answer is within the checks'
+    """`variant(oracle, **knobs)`, and NOT_APPLICABLE where the wrong answer is within the checks'
     tolerance of the right one (eps outside the root on rows of variance 1, say), not only equal to
     it: there the mistake does not show, and naming it for an answer wrong in another way misleads."""
-    wrong = differing(oracle, **knobs)
+    wrong = variant(oracle, **knobs)
 
     def output(case: Case) -> Any:
         out = wrong(case)

@@ -11,7 +11,7 @@ from torch import nn
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from ..kit import differing
+from ..kit import variant
 from ._shared import _FORBID, _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike
 
 # --------------------------------------------------- 6.2 LayerNorm module ---
@@ -122,7 +122,7 @@ register(
           hint=_MODULE_HINT, rtol=RTOL, atol=ATOL),
     Check(name="layer_norm_module_init", cases=_init_cases, call=_init_report, expected=_init_expected,
           forbid=_FORBID,
-          mistakes=[Mistake(hint, differing(_init_expected, **knobs)) for hint, knobs in _INIT_SLIPS],
+          mistakes=[Mistake(hint, variant(_init_expected, **knobs)) for hint, knobs in _INIT_SLIPS],
           hint="A new LayerNorm(d_model) holds exactly two parameters, gamma = ones and beta = zeros, each an "
                "nn.Parameter of shape (d_model,) in float32, and no others."),
     Check(name="layer_norm_module_errors", call=_made,

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..framework import Case, Check, Mistake, register
-from ..kit import describe, differing, randn
+from ..kit import describe, variant, randn
 from ._shared import _NOTES, _affine, _rows
 
 # ----------------------------------------------------- 6.3 residual wirings ---
@@ -110,13 +110,13 @@ register(
     __name__,
     Check(
         name="post_ln_residual", cases=_residual_cases, expected=_post,
-        mistakes=[Mistake(hint, differing(_post, wiring=w)) for w, hint in _POST_SLIPS.items()],
+        mistakes=[Mistake(hint, variant(_post, wiring=w)) for w, hint in _POST_SLIPS.items()],
         hint="post_ln_residual returns norm(x + sublayer(x)): the sub-layer sees the raw x, and the norm comes "
              "last. Leave x unchanged (no +=) and keep its dtype.",
     ),
     Check(
         name="pre_ln_residual", cases=_residual_cases, expected=_pre,
-        mistakes=[Mistake(hint, differing(_pre, wiring=w)) for w, hint in _PRE_SLIPS.items()],
+        mistakes=[Mistake(hint, variant(_pre, wiring=w)) for w, hint in _PRE_SLIPS.items()],
         hint="pre_ln_residual returns x + sublayer(norm(x)): the raw x travels on the residual path, only the "
              "sub-layer's input is normalised. Leave x unchanged (no +=) and keep its dtype.",
     ),

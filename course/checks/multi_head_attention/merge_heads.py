@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ..framework import Case, Check, Mistake, register
-from ..kit import differing, randn
+from ..kit import variant, randn
 from ._shared import _MERGES
 
 
@@ -30,7 +30,7 @@ register(
     __name__,
     Check(
         name="merge_heads", cases=_merge_cases, expected=_merge,
-        mistakes=[Mistake(hint, differing(_merge, layout=layout)) for layout, (_, hint) in _MERGES.items()],
+        mistakes=[Mistake(hint, variant(_merge, layout=layout)) for layout, (_, hint) in _MERGES.items()],
         hint="merge_heads undoes split_heads: x.transpose(1, 2) gives (batch, seq, num_heads, d_head), "
              "then reshape to (batch, seq, num_heads * d_head).",
     ),

@@ -14,7 +14,7 @@ from torch import nn
 
 from .. import kit
 from ..framework import Case, Check, Mistake, register
-from ..kit import differing, randn
+from ..kit import variant, randn
 from ._shared import _MERGES, _SPLITS, LAYERS, _mha64
 
 _MASK_SHAPES = {"causal": "(n_q, n_k)", "padding": "(batch, 1, n_k)", "random": "(n_q, n_k)",
@@ -98,25 +98,25 @@ def _torch_mha(case: Case) -> Any:
 _WIDE = ("Did you attend with the full-width projections (one head of width d_model)? Split them "
          "into num_heads heads before attending; weights should be (batch, num_heads, n_q, n_k).")
 _MHA_MISTAKES = [
-    *(Mistake(f"Splitting the heads: {hint}", differing(_mha64, split=layout))
+    *(Mistake(f"Splitting the heads: {hint}", variant(_mha64, split=layout))
       for layout, (_, hint) in _SPLITS.items() if layout != "transpose forgotten"),
-    *(Mistake(f"Merging the heads: {hint}", differing(_mha64, merge=layout)) for layout, (_, hint) in _MERGES.items()),
+    *(Mistake(f"Merging the heads: {hint}", variant(_mha64, merge=layout)) for layout, (_, hint) in _MERGES.items()),
     Mistake("Did you forget the output projection W_o? The concatenated heads must go through "
-            "W_o (with its bias) before they are returned.", differing(_mha64, w_o=False)),
+            "W_o (with its bias) before they are returned.", variant(_mha64, w_o=False)),
     Mistake("Did you scale the scores by sqrt(d_model)? Each head works in d_head = d_model / num_heads "
-            "dimensions, so its scores are divided by sqrt(d_head).", differing(_mha64, scale_by="d_model")),
-    Mistake(_WIDE, differing(_mha64, split="wide")),
-    Mistake(_WIDE, differing(_mha64, split="wide", squeeze=True)),
-    Mistake("Did you pass the mask on to scaled_dot_product_attention?", differing(_mha64, masked=False)),
+            "dimensions, so its scores are divided by sqrt(d_head).", variant(_mha64, scale_by="d_model")),
+    Mistake(_WIDE, variant(_mha64, split="wide")),
+    Mistake(_WIDE, variant(_mha64, split="wide", squeeze=True)),
+    Mistake("Did you pass the mask on to scaled_dot_product_attention?", variant(_mha64, masked=False)),
     Mistake("Did you add the mask to the (batch, num_heads, n_q, n_k) scores without inserting the head "
             "axis? The mask follows chapter 4's contract, broadcastable to (batch, n_q, n_k), and "
             "broadcasting aligns shapes from the right: a padding mask (batch, 1, n_k) lines up as "
             "(1, batch, 1, n_k), so sequence b's mask lands on head b. That is an error when batch != "
             "num_heads and silently wrong when they are equal. Use mask.unsqueeze(-3): (batch, 1, n_q, n_k).",
-            differing(_mha64, head_axis=False)),
+            variant(_mha64, head_axis=False)),
 ]
 _VALUE_FROM_QUERY = Mistake("Did you default the value to the query? When only `key` is given, the value "
-                            "defaults to `key`.", differing(_mha64, value_from="query"))
+                            "defaults to `key`.", variant(_mha64, value_from="query"))
 _MHA_HINT = ("Follow the recipe: project with W_q, W_k, W_v; split_heads; insert the head axis into the "
              "mask (mask.unsqueeze(-3)); attend with the leading (batch, num_heads) dimensions; merge_heads; "
              "project with W_o. Return (output, weights). "

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from ..kit import differing
+from ..kit import variant
 from ._shared import LAYERS, _indivisible
 
 
@@ -45,11 +45,11 @@ def _layers(case: Case, q_in: str = "d_q_in", kv_in: str = "d_kv_in") -> Any:
 
 _MISTAKES = [
     Mistake("Did you size W_q as d_model x d_model? Queries come in with width d_q_in when it is "
-            "given: nn.Linear(d_q_in or d_model, d_model).", differing(_layers, q_in="d_model")),
+            "given: nn.Linear(d_q_in or d_model, d_model).", variant(_layers, q_in="d_model")),
     Mistake("Did you use d_q_in for W_k or W_v? Keys and values come from the other sequence, of "
-            "width d_kv_in: nn.Linear(d_kv_in or d_model, d_model).", differing(_layers, kv_in="d_q_in")),
+            "width d_kv_in: nn.Linear(d_kv_in or d_model, d_model).", variant(_layers, kv_in="d_q_in")),
     Mistake("Did you ignore d_kv_in? W_k and W_v take inputs of width d_kv_in when it is given.",
-            differing(_layers, kv_in="d_model")),
+            variant(_layers, kv_in="d_model")),
 ]
 
 

@@ -17,7 +17,7 @@ from course.reference.attention import AttentionHead
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from ..kit import differing, randn
+from ..kit import variant, randn
 from ._shared import LAYERS, _mha64
 
 
@@ -108,17 +108,17 @@ register(
     Check(
         name="multi_head_from_heads", cases=_from_heads_cases, expected=_from_heads, call=_call_from_heads,
         mistakes=[
-            Mistake(f"Did you copy the heads in reverse order? {_ROWS}", differing(_from_heads, order="reversed")),
+            Mistake(f"Did you copy the heads in reverse order? {_ROWS}", variant(_from_heads, order="reversed")),
             Mistake(f"Did you deal each head's rows out to every num_heads-th row? {_ROWS}",
-                    differing(_from_heads, order="interleaved")),
+                    variant(_from_heads, order="interleaved")),
             Mistake("Did you transpose the heads' weights? nn.Linear stores its weight as (d_out, d_in), so a "
                     "head's W_q.weight (d_head, d_in) already is a block of rows of the module's W_q.weight.",
-                    differing(_from_heads, head_t=True)),
+                    variant(_from_heads, head_t=True)),
             Mistake("Did you copy W_o without transposing it? W_o is given in the row convention, (h*d_head, "
                     "d_model), used as concat @ W_o; nn.Linear computes x @ weight.T, so W_o.weight = W_o.T.",
-                    differing(_from_heads, o_t=False)),
+                    variant(_from_heads, o_t=False)),
             Mistake("Did you fill W_v with the heads' W_k weights? Each projection takes the heads' own layer.",
-                    differing(_from_heads, value_layer="W_k")),
+                    variant(_from_heads, value_layer="W_k")),
         ],
         hint=f"{_ROWS} W_o.weight = W_o.T. Copy inside `with torch.no_grad():` (a parameter cannot be changed "
              "in place while autograd tracks it), keep the parameters float32 and their shapes, leave heads "

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from ..kit import differing, randn
+from ..kit import variant, randn
 from ._shared import _SPLITS, _indivisible
 
 
@@ -49,9 +49,9 @@ register(
     Check(
         name="split_heads", cases=_split_cases, expected=_split,
         mistakes=[
-            *(Mistake(hint, differing(_split, layout=layout)) for layout, (_, hint) in _SPLITS.items()),
+            *(Mistake(hint, variant(_split, layout=layout)) for layout, (_, hint) in _SPLITS.items()),
             Mistake("Did you rely on reshape to fail? Check d_model % num_heads yourself and raise a "
-                    "ValueError that says what is wrong.", differing(_split, layout="unchecked")),
+                    "ValueError that says what is wrong.", variant(_split, layout="unchecked")),
         ],
         hint="Head i must hold features i*d_head .. (i+1)*d_head - 1 of every token, in token order: "
              "x.reshape(batch, seq, num_heads, d_head).transpose(1, 2). Raise ValueError when "
