@@ -11,6 +11,14 @@
   limit): nbclient raises and nbgrader would discard the whole notebook.
   `GuardedExecute` keeps the cells that ran, so the judge can still credit
   the checks recorded before the kernel died.
+* Forged or garbled messages: a message whose signature does not check out
+  (a forked child writing on the kernel's sockets, or a forger) would make
+  nbclient raise, and nbgrader would drop the whole notebook. The grader's
+  channels (`TolerantChannel`) drop such a message, log it and go on.
+* A kernel that ignores the interrupt at a cell's time limit (it ignores
+  SIGINT, or broke the machinery that answers) would hold the notebook
+  until the wall clock: after `interrupt_grace_seconds` without an answer
+  the kernel is killed, and the cells that ran keep their credit.
 * Each kernel gets a fresh folder for its IPC sockets (`socket_dir`).
 * Display updates reach only the cell that is running, so a later cell
   cannot rewrite what an earlier one showed.
@@ -25,7 +33,9 @@ notebook's run time and the grader's peak memory so far.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import resource
 import shutil
@@ -37,10 +47,13 @@ from typing import Any
 
 import zmq
 from jupyter_client import AsyncKernelManager
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.channels import AsyncZMQSocketChannel
+from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, DottedObjectName, Float, Integer, Type, Unicode
 
 from course.protocol import status_name
 
@@ -112,9 +125,44 @@ def kernel_socket_folder(socket_dir: Path) -> Path:
                        "set TMPDIR to a short path")
 
 
+#: what a dropped message turns into: a message of no cell, which nbclient ignores
+DROPPED = {"header": {"msg_type": "dropped"}, "parent_header": {}, "msg_type": "dropped",
+           "content": {}, "metadata": {}, "buffers": []}
+
+
+class TolerantChannel(AsyncZMQSocketChannel):
+    """A channel that drops (and counts) a message that fails to deserialize, such as one
+    with an invalid signature, instead of raising: nbclient would stop the notebook.
+    `dropped` counts for the whole process (nbgrader runs one notebook at a time)."""
+
+    dropped = 0
+
+    async def _recv(self, **kwargs: Any) -> dict[str, Any]:
+        parts = await self.socket.recv_multipart(**kwargs)
+        try:
+            _, message = self.session.feed_identities(parts)
+            return self.session.deserialize(message)
+        except (ValueError, KeyError, TypeError) as err:  # jupyter_client's errors for a bad message
+            TolerantChannel.dropped += 1
+            logging.getLogger(__name__).warning("dropped a kernel message that failed its checks: %s", err)
+            return {**DROPPED, "header": dict(DROPPED["header"]), "parent_header": {}}
+
+
+class TolerantKernelClient(AsyncKernelClient):
+    """The grader's kernel client: every channel is a `TolerantChannel`."""
+
+    shell_channel_class = Type(TolerantChannel)
+    iopub_channel_class = Type(TolerantChannel)
+    stdin_channel_class = Type(TolerantChannel)
+    control_channel_class = Type(TolerantChannel)
+
+
 class BoundedKernelManager(AsyncKernelManager):
-    """A kernel manager whose clients use its ZeroMQ context, and so the
-    socket limits `GuardedExecute` sets on it."""
+    """A kernel manager whose clients are `TolerantKernelClient`s using its ZeroMQ context,
+    and so the socket limits `GuardedExecute` sets on it."""
+
+    client_class = DottedObjectName("autograder.execute.TolerantKernelClient")
+    client_factory = Type(TolerantKernelClient)
 
     def client(self, **kwargs: Any) -> Any:
         return super().client(context=self.context, **kwargs)
@@ -129,12 +177,24 @@ class GuardedExecute(Execute):
     status_dir = Unicode("", help="where to note kernel deaths, timeouts and floods").tag(config=True)
     socket_dir = Unicode("", help="where each kernel gets a private folder for its IPC sockets").tag(config=True)
     wall_seconds = Integer(600, help="the sandbox's wall-clock limit (for the message)").tag(config=True)
+    test_cell_seconds = Integer(0, help="interrupt an autograder test cell after this long "
+                                "(0: the per-cell timeout)").tag(config=True)
+    interrupt_grace_seconds = Float(5.0, help="kill a kernel that has not answered the interrupt at a "
+                                    "cell's time limit this long after it").tag(config=True)
     raise_on_iopub_timeout = Bool(False, help="stop the notebook when a cell's output is lost "
                                   "(a refused message): no, go on with the next cell").tag(config=True)
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("kernel_manager_class", BoundedKernelManager)
         super().__init__(**kwargs)
+        self.timeout_func = self._cell_timeout
+
+    def _cell_timeout(self, cell: NotebookNode) -> int | None:
+        """A test cell's timeout, else the per-cell one (None: no limit)."""
+        grading = cell.metadata.get("nbgrader", {})
+        if self.test_cell_seconds and grading.get("grade") and not grading.get("solution"):
+            return min(self.test_cell_seconds, self.timeout or self.test_cell_seconds)
+        return self.timeout
 
     def create_kernel_manager(self) -> Any:
         km = super().create_kernel_manager()
@@ -152,12 +212,17 @@ class GuardedExecute(Execute):
         self._finished: set[int] = set()  # cells whose end of output arrived
         self._running = -1
         self._sockets: Path | None = None
+        self._ignored_interrupt = False
+        TolerantChannel.dropped = 0
         problem = None
         start, iopub_timeout = time.monotonic(), self.iopub_timeout
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         except (DeadKernelError, CellTimeoutError, RuntimeError) as err:
-            if time.monotonic() - start >= self.wall_seconds - 2:
+            if self._ignored_interrupt:
+                problem = (f"kernel killed: it did not stop {self.interrupt_grace_seconds:g} s after "
+                           "being interrupted at the per-cell time limit")
+            elif time.monotonic() - start >= self.wall_seconds - 2:
                 problem = f"kernel killed at the {self.wall_seconds} s time limit"
             else:
                 problem = f"kernel died ({type(err).__name__})"
@@ -169,6 +234,7 @@ class GuardedExecute(Execute):
             removed = reclaim_folder(Path(resources["metadata"]["path"]))
         self._write_status(resources["nbgrader"], {
             "problem": problem,
+            "dropped_messages": TolerantChannel.dropped,
             "timed_out_cells": self._timed_out,
             "output_truncated": self._flooded,
             "removed_entries": removed,
@@ -182,6 +248,21 @@ class GuardedExecute(Execute):
             path = status_path(self.status_dir, info["student"], info["assignment"])
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(note))
+
+    async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None) -> dict | None:
+        """Interrupt the cell (nbclient's way); if the kernel has not finished the cell
+        `interrupt_grace_seconds` later, kill it: DeadKernelError ends the notebook."""
+        reply = await super()._async_handle_timeout(timeout, cell)
+        index = next((i for i, c in enumerate(self.nb.cells) if c is cell), self._running)
+        deadline = time.monotonic() + self.interrupt_grace_seconds
+        while index not in self._finished and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        if index not in self._finished:
+            self._ignored_interrupt = True
+            self.log.warning("the kernel ignored the interrupt: killing it")
+            await ensure_async(self.km.shutdown_kernel(now=True))
+            raise DeadKernelError("the kernel ignored the interrupt at the per-cell time limit")
+        return reply
 
     def on_cell_executed(self, **kwargs: Any) -> None:
         super().on_cell_executed(**kwargs)

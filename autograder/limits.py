@@ -1,19 +1,26 @@
 """How long, and with how much memory, a chapter's notebooks may run when graded.
 
-Three limits hold for every notebook: the per-cell timeout (nbgrader
-interrupts a cell after it), the wall clock (the sandbox kills the kernel
-after it) and the address space of each sandboxed process. The defaults are
-`autograder.sandbox`'s (60 s, 600 s, 6 GiB). A chapter that needs more, such
-as one that trains a model, sets its own in its solution notebook's metadata
-(any of the three keys; values are whole numbers)::
+Four limits hold for every notebook: the per-cell timeout (nbgrader
+interrupts a cell after it), a shorter one for the autograder's test cells
+(their checks take seconds: a student's answer that loops forever should not
+cost a minute per test cell), the wall clock (the sandbox kills the kernel
+after it) and the address space of each sandboxed process. A kernel that has
+not stopped a few seconds after the interrupt is killed
+(`execute.GuardedExecute.interrupt_grace_seconds`). The defaults are
+`autograder.sandbox`'s (60 s, 20 s, 600 s, 6 GiB); tests/test_grading.py
+checks that every chapter's are a generous multiple of its reference
+solution's measured cell times. A chapter that needs more, such as one that
+trains a model, sets its own in its solution notebook's metadata (any of the
+keys; values are whole numbers)::
 
     "metadata": {
-      "course": {"grading": {"cell_seconds": 300, "wall_seconds": 1800, "memory_bytes": 12884901888}},
+      "course": {"grading": {"cell_seconds": 300, "test_cell_seconds": 60, "wall_seconds": 1800,
+                             "memory_bytes": 12884901888}},
       ...
     }
 
 ``python -m autograder grade --cell-timeout S --wall-timeout S`` override the
-time limits of every chapter. The sandbox's CPU-time limit is the larger of
+time limits of every chapter (a test cell never gets more than any cell). The sandbox's CPU-time limit is the larger of
 `sandbox.CPU_SECONDS` and the wall clock, so a longer wall clock is never cut
 short by it.
 """
@@ -31,11 +38,13 @@ from .chapters import Chapter
 
 @dataclass(frozen=True)
 class Limits:
-    """Limits for student code: per cell, per notebook (wall clock), per process (address space)."""
+    """Limits for student code: per cell, per test cell, per notebook (wall clock), per process
+    (address space)."""
 
     cell_seconds: int = sandbox.CELL_SECONDS
     wall_seconds: int = sandbox.WALL_SECONDS
     memory_bytes: int = sandbox.MEMORY_BYTES
+    test_cell_seconds: int = sandbox.TEST_CELL_SECONDS
 
 
 def limits_from_metadata(metadata: dict) -> Limits:
@@ -64,4 +73,5 @@ def chapter_limits(ch: Chapter, cell_seconds: int | None = None, wall_seconds: i
     except ValueError as err:
         raise SystemExit(f"{ch.solution}: {err}") from None
     overrides = {"cell_seconds": cell_seconds, "wall_seconds": wall_seconds}
-    return dataclasses.replace(limits, **{k: v for k, v in overrides.items() if v is not None})
+    limits = dataclasses.replace(limits, **{k: v for k, v in overrides.items() if v is not None})
+    return dataclasses.replace(limits, test_cell_seconds=min(limits.test_cell_seconds, limits.cell_seconds))

@@ -36,6 +36,8 @@ def run_notes(course: Course, student: str) -> list[str]:
     notes = [note["problem"]] if note.get("problem") else []
     if note.get("timed_out_cells") and not notes:  # a killed kernel's cells time out too
         notes.append(f"{len(note['timed_out_cells'])} cell(s) stopped at the per-cell time limit")
+    if note.get("dropped_messages"):
+        notes.append(f"{note['dropped_messages']} kernel message(s) with an invalid signature dropped")
     if note.get("output_truncated"):
         notes.append("output truncated")
     if note.get("removed_entries"):

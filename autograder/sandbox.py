@@ -62,6 +62,7 @@ PROCESSES = 64  # threads count too; a kernel uses about ten
 OPEN_FILES = 1024
 WALL_SECONDS = 600  # by default
 CELL_SECONDS = 60  # by default, nbgrader interrupts a cell after this long
+TEST_CELL_SECONDS = 20  # ... and an autograder test cell after this long (its checks take seconds)
 INSIDE_LIB = "/opt/course-lib"
 INSIDE_WORK = "/submission"
 INSIDE_CONNECTION = "/run/kernel.json"

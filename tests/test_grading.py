@@ -12,12 +12,14 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.chapters import Chapter, all_chapters
+from autograder.limits import chapter_limits
 from mutants import mutants_for
 from submissions import apply_edits, as_module, cells_of, mutated, solution_sources, solved, student_notebook, verdicts, write
 
@@ -143,3 +145,33 @@ def test_notebook_verdicts_equal_the_graders_visible_verdicts(ch, tmp_path_facto
             judged = _VERDICT.findall(report)
             shown = [ok for ok, _ in verdicts([c for c in cells_of(ch)[gid] if not c.hidden], module, None)]
             assert [ok == "✓" for ok, _ in judged] == shown, f"{student}, {gid}:\n{report}"
+
+
+#: a chapter's cell limits are at least this many times its reference solution's slowest such cell
+GENEROUS = 5
+
+
+def _seconds(cell) -> float:
+    timing = cell.metadata.get("execution", {})
+    start, end = timing["iopub.execute_input"], timing["shell.execute_reply"]
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ch", GRADED)
+def test_cell_limits_are_a_generous_multiple_of_the_reference_cells_times(ch, tmp_path_factory):
+    """The per-cell limits are short (a looping answer costs seconds per test cell, not a
+    minute) yet generous: measured on the graded reference solution, under the suite's load."""
+    out = graded(ch, tmp_path_factory).out
+    nb = nbformat.read(out / "nbgrader" / "autograded" / SOLUTION / ch.id / f"{ch.id}.ipynb", 4)
+    slowest = {"test": 0.0, "any": 0.0}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            grading = cell.metadata.get("nbgrader", {})
+            kind = "test" if grading.get("grade") and not grading.get("solution") else "any"
+            slowest[kind] = max(slowest[kind], _seconds(cell))
+    limits = chapter_limits(ch)
+    assert limits.test_cell_seconds >= GENEROUS * slowest["test"], (limits, slowest)
+    assert limits.cell_seconds >= GENEROUS * max(slowest.values()), (limits, slowest)
+    print(f"{ch.id}: slowest test cell {slowest['test']:.1f} s (limit {limits.test_cell_seconds} s), "
+          f"slowest other cell {slowest['any']:.1f} s (limit {limits.cell_seconds} s)")

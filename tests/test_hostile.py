@@ -28,7 +28,7 @@ import pytest
 from autograder import sandbox
 from autograder.course_folder import is_finished
 from course.protocol import STATUS_DIR, status_name
-from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, WALL_TIMEOUT, Paths, write_batch
+from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, STUBBORN, WALL_TIMEOUT, Paths, write_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile"), pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: only then does each kernel get a uid and a process limit of its own "
@@ -110,6 +110,12 @@ def test_case_gets_its_exact_grade_and_status(batch, case):
     row = batch.rows[case.student]
     assert (float(row["score"]), row["status"]) == (case.score, case.status)
     assert float(row["max_score"]) == 2.0
+
+
+def test_a_kernel_that_ignores_the_interrupt_costs_seconds_not_the_wall_clock(batch):
+    for student in (STUBBORN, "broken-isinstance"):
+        seconds = status_note(batch, student)["seconds"]
+        assert seconds < CELL_TIMEOUT + 15 < WALL_TIMEOUT, (student, seconds)
 
 
 def test_every_student_has_exactly_one_row(batch):

@@ -69,12 +69,13 @@ def test_malformed_limits_are_refused(grading):
 
 def test_command_line_time_limits_override_the_chapters():
     assert chapter_limits(CH) == Limits()  # chapter 0 keeps the defaults
-    assert chapter_limits(CH, cell_seconds=7) == Limits(cell_seconds=7)
-    assert chapter_limits(CH, 7, 70) == Limits(7, 70)
+    assert chapter_limits(CH, cell_seconds=7) == Limits(cell_seconds=7, test_cell_seconds=7)  # never above a cell's
+    assert chapter_limits(CH, 70, 700) == Limits(70, 700)
+    assert chapter_limits(CH, 7, 70) == Limits(7, 70, test_cell_seconds=7)
 
 
 def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
-    limits = Limits(cell_seconds=11, wall_seconds=1234, memory_bytes=3 * 2**30)
+    limits = Limits(cell_seconds=11, wall_seconds=1234, memory_bytes=3 * 2**30, test_cell_seconds=9)
     course = Course(tmp_path, CH)
     kernel = course.write_kernelspec(use_sandbox=True, limits=limits)
     argv = json.loads((course.root / JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["argv"]
@@ -82,6 +83,7 @@ def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
     write_config(course.root, nbgrader_config(course.root, tmp_path / "secret", kernel, limits))
     config = json.loads((course.root / CONFIG_FILE).read_text())
     assert config["Execute"]["timeout"] == 11 and config["GuardedExecute"]["wall_seconds"] == 1234
+    assert config["GuardedExecute"]["test_cell_seconds"] == 9
     assert config["GuardedExecute"]["kernel_name"] == kernel
     assert config["PrepareProbes"]["secret_file"] == config["JudgeChecks"]["secret_file"] == str(tmp_path / "secret")
 
@@ -163,3 +165,18 @@ def test_kernel_sockets_get_a_short_folder_when_the_course_folder_is_deep(tmp_pa
     assert fallback.parent != deep and len(str(fallback / "k-65535")) <= MAX_SOCKET_PATH
     assert fallback.stat().st_mode & 0o777 == 0o700  # private, as mkdtemp makes it
     fallback.rmdir()
+
+
+def test_test_cells_get_their_own_shorter_timeout():
+    from nbformat.v4 import new_code_cell
+
+    from autograder.execute import GuardedExecute
+
+    def cell(**grading):
+        return new_code_cell("pass", metadata={"nbgrader": grading} if grading else {})
+
+    run = GuardedExecute(timeout=60, test_cell_seconds=5)
+    assert run._get_timeout(cell(grade=True, solution=False, points=1)) == 5  # an autograder test cell
+    assert run._get_timeout(cell(grade=True, solution=True, points=1)) == 60  # an answer cell
+    assert run._get_timeout(cell()) == 60
+    assert GuardedExecute(timeout=3, test_cell_seconds=5)._get_timeout(cell(grade=True, solution=False)) == 3

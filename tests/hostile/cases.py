@@ -359,6 +359,41 @@ while True:
     pass
 '''
 
+BROKEN_ISINSTANCE = '''
+import builtins
+
+builtins.isinstance = lambda obj, cls: False  # the kernel's own machinery breaks with it
+while True:
+    pass
+'''
+
+FORGED_SIGNATURES = '''
+import copy
+
+kernel = get_ipython().kernel
+forger = copy.copy(kernel.session)
+forger.key = b"not the kernel's key"  # the grader cannot check these messages' signatures
+for _ in range(3):
+    forger.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "forged\\n"}, parent=kernel.get_parent())
+'''
+
+STRAY_FORKS = '''
+import os
+import time
+
+for _ in range(4):  # children that outlive the cell, then leave without cleaning up
+    if os.fork() == 0:
+        time.sleep(3)
+        os._exit(0)
+'''
+
+PROCESS_POOL = '''
+import multiprocessing
+
+with multiprocessing.Pool(2) as pool:  # e.g. a data loader's workers
+    assert pool.map(abs, [-1, -2]) == [1, 2]
+'''
+
 MEMORY_BOMB = '''
 import numpy as np
 
@@ -481,6 +516,8 @@ def _renamed_grade_id(nb: NotebookNode) -> None:
 
 GRADED = "graded"
 KILLED = "kernel died (DeadKernelError)"
+IGNORED_INTERRUPT = "kernel killed: it did not stop 5 s after being interrupted at the per-cell time limit"
+STUBBORN = "infinite-loop-ignoring-interrupts"
 LINKS_REMOVED = "link(s) or special file(s) left by the kernel removed"
 
 CASES = [
@@ -532,8 +569,13 @@ CASES = [
     Case("kernel-kills-parent", 2.0, GRADED, _with(CORRECT, before=KILL_EVERYTHING)),
     Case("infinite-loop", 2.0, "graded (1 cell(s) stopped at the per-cell time limit)",
          _with(CORRECT, before="while True:\n    pass")),
-    Case("infinite-loop-ignoring-interrupts", 2.0, f"graded (kernel killed at the {WALL_TIMEOUT} s time limit)",
+    Case(STUBBORN, 2.0, f"graded ({IGNORED_INTERRUPT})",
          _with(CORRECT, after=[STUBBORN_LOOP, "print('still here')", "print('and here')", "print('and here')"])),
+    Case("broken-isinstance", 2.0, f"graded ({IGNORED_INTERRUPT})", _with(CORRECT, after=BROKEN_ISINSTANCE)),
+    Case("forged-signatures", 2.0, "graded (3 kernel message(s) with an invalid signature dropped)",
+         _with(CORRECT, before=FORGED_SIGNATURES)),
+    Case("honest-stray-forks", 2.0, GRADED, _with(CORRECT, before=STRAY_FORKS, after="import time\ntime.sleep(4)")),
+    Case("honest-process-pool", 2.0, GRADED, _with(CORRECT, before=PROCESS_POOL)),
     Case("output-flood", 2.0, "graded (output truncated)", _with(CORRECT, before=FLOOD)),
     Case("memory-bomb", 2.0, GRADED, _with(CORRECT, before=MEMORY_BOMB)),
     Case("fork-bomb", 2.0, GRADED, _with(CORRECT, after=FORK_BOMB)),
