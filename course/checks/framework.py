@@ -404,7 +404,11 @@ def _matching_mistake(check_: Check, case: Case, got: Any, want: Any) -> str | N
                                        and not mismatch(wrong, want, 0.0, 0.0, exact_dtype=True)):
             continue
         if isinstance(wrong, Raised):
-            if isinstance(got, Raised) and got.names[0] == wrong.names[0]:
+            # The contract's own errors (ValueError, ...) match by type. A RuntimeError is PyTorch's
+            # for any failed operation: it is this mistake only with the same message (not a
+            # forbidden call, nor another shape error, which the general hint speaks to).
+            if isinstance(got, Raised) and got.names[0] == wrong.names[0] and (
+                    wrong.names[0] != "RuntimeError" or got.message == wrong.message):
                 return m.hint
         elif not isinstance(got, Raised) and mismatch(got, wrong, check_.rtol, check_.atol) is None:
             return m.hint
