@@ -20,6 +20,7 @@ import pytest
 
 from autograder.chapters import Chapter, all_chapters
 from autograder.limits import chapter_limits
+from autograder.report import NOT_ATTEMPTED, collect, failure_reason, write_report
 from mutants import mutants_for
 from submissions import apply_edits, as_module, cells_of, mutated, solution_sources, solved, student_notebook, verdicts, write
 
@@ -175,3 +176,33 @@ def test_cell_limits_are_a_generous_multiple_of_the_reference_cells_times(ch, tm
     assert limits.cell_seconds >= GENEROUS * max(slowest.values()), (limits, slowest)
     print(f"{ch.id}: slowest test cell {slowest['test']:.1f} s (limit {limits.test_cell_seconds} s), "
           f"slowest other cell {slowest['any']:.1f} s (limit {limits.cell_seconds} s)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ch", GRADED)
+def test_instructor_report_names_why_points_were_lost(ch, tmp_path_factory):
+    """The report's exercise table agrees with exercises.csv, and its failure reasons
+    are right: none for the solution, 'not attempted' for the stub, a known hint for
+    mutants whose hint is a specific mistake's."""
+    out = graded(ch, tmp_path_factory).out
+    page = write_report(out)
+    _, _, exercises = collect(out)
+    result = graded(ch, tmp_path_factory)
+    for ex in exercises:
+        scores = [s for (_, gid), s in result.cells.items() if gid == ex.grade_id]
+        assert sorted(ex.scores) == sorted(scores)
+        assert ex.reasons[NOT_ATTEMPTED] >= 1, f"{ex.grade_id}: the stub's cell is not 'not attempted'"
+    reports = {s: result.verdicts(ch, s) for s in (SOLUTION, STUB)}
+    assert all(failure_reason(r) is None for r in reports[SOLUTION].values())
+    assert all(failure_reason(r) == NOT_ATTEMPTED for r in reports[STUB].values())
+    named = 0
+    for m in mutants_for(ch.topic):
+        for gid in m.loses:
+            reason = failure_reason(result.verdicts(ch, slug(m.name))[gid])
+            assert reason is not None, (m.name, gid)
+            named += m.hint in reason
+    assert named >= len(mutants_for(ch.topic)) // 2, "most mutants' hints should be the reason the report gives"
+    text = page.read_text()
+    assert all(ex.grade_id in text for ex in exercises)
+    for png in (f"{ch.id}-scores.png", f"{ch.id}-pass-rate.png"):
+        assert (page.parent / png).stat().st_size > 1000 and png in text

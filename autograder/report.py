@@ -1,0 +1,196 @@
+"""The instructor's report on a graded class: OUT/report/ next to grades.csv.
+
+For every chapter and every exercise (autograder test cell): how many
+students, the mean score, the share with full marks, and the most common
+reason for losing points, read from the verdicts the judge wrote into the
+autograded notebooks. A reason is the hint of the known mistake a failed
+case matched (the check's `Mistake` hints, see `course.checks.framework`),
+or one of a few plain categories ("not attempted", "the test cell did not
+reach the check"). Written as ``report/index.html`` (one page, tables and
+figures), ``report/exercises.csv`` (the table) and one score histogram and
+one pass-rate chart per chapter as PNG.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from course.checks.framework import CheckUnavailable, get_check
+
+NOT_ATTEMPTED = "not attempted (the stub still raises NotImplementedError)"
+NOT_REACHED = "the test cell did not reach the check (an error before it, or the kernel died or timed out)"
+OTHER = "a wrong result that matches no known mistake"
+_FAILED_CHECK = re.compile(r"^✗ (\S+): ")
+_CASE = re.compile(r"^  - case '.*?': ")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+
+
+@dataclass
+class Exercise:
+    """One test cell of one chapter, over the class."""
+
+    chapter: str
+    grade_id: str
+    max_score: float
+    scores: list[float] = field(default_factory=list)
+    reasons: Counter = field(default_factory=Counter)
+
+    @property
+    def mean(self) -> float:
+        return sum(self.scores) / len(self.scores) if self.scores else 0.0
+
+    @property
+    def full_share(self) -> float:
+        return sum(s >= self.max_score for s in self.scores) / len(self.scores) if self.scores else 0.0
+
+    def common_reason(self) -> tuple[str, int]:
+        return self.reasons.most_common(1)[0] if self.reasons else ("", 0)
+
+
+def failure_reason(report: str) -> str | None:
+    """Why a test cell lost points, from the judge's report on it (None: it did not).
+
+    The first failed check's first failed case decides: the hint of the known mistake it
+    matched, else its problem with the numbers left out ("expected dtype float64, got
+    float32", "raised RuntimeError: ..."), or a plain category."""
+    lines = report.splitlines()
+    for i, line in enumerate(lines):
+        failed = _FAILED_CHECK.match(line)
+        if not failed:
+            continue
+        cases = [ln for ln in lines[i + 1:] if ln.startswith("  - case ")][:1]
+        text = cases[0] if cases else line
+        if "results were recorded" in line:
+            return NOT_REACHED
+        if "NotImplementedError" in text:
+            return NOT_ATTEMPTED
+        try:
+            check = get_check(failed.group(1))
+        except (CheckUnavailable, KeyError, ValueError):
+            check = None
+        hints = [m.hint for m in check.mistakes if m.hint] if check else []
+        found = sorted((text.find(h), h) for h in hints if h in text)
+        if found:
+            return found[0][1]
+        problem = _CASE.sub("", text) if cases else line[failed.end():]
+        if check and check.hint:
+            problem = problem.replace(check.hint, "")
+        return _NUMBER.sub("N", problem).strip().rstrip(".")[:200] or OTHER
+    return None
+
+
+def _test_cells(notebook: Path) -> dict[str, str]:
+    """{grade id: the judge's report} of an autograded notebook's test cells."""
+    nb = nbformat.read(notebook, as_version=4)
+    reports = {}
+    for cell in nb.cells:
+        grading = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution"):
+            reports[grading["grade_id"]] = "".join(o.get("text", "") for o in cell.outputs
+                                                   if o.get("output_type") == "stream")
+    return reports
+
+
+def collect(out: Path) -> tuple[dict[str, list[float]], dict[str, float], list[Exercise]]:
+    """From OUT: each chapter's total scores, its maximum, and its exercises."""
+    totals: dict[str, list[float]] = defaultdict(list)
+    maxima: dict[str, float] = {}
+    with open(out / "grades.csv") as f:
+        for row in csv.DictReader(f):
+            totals[row["assignment"]].append(float(row["score"]))
+            maxima[row["assignment"]] = float(row["max_score"])
+    exercises: dict[tuple[str, str], Exercise] = {}
+    reports: dict[tuple[str, str], dict[str, str]] = {}
+    with open(out / "exercises.csv") as f:
+        for row in csv.DictReader(f):
+            key = (row["assignment"], row["grade_id"])
+            ex = exercises.setdefault(key, Exercise(row["assignment"], row["grade_id"], float(row["max_score"])))
+            score = float(row["score"])
+            ex.scores.append(score)
+            if score < ex.max_score:
+                where = (row["student_id"], row["assignment"])
+                if where not in reports:
+                    path = out / "nbgrader" / "autograded" / row["student_id"] / row["assignment"] / f"{row['notebook']}.ipynb"
+                    reports[where] = _test_cells(path) if path.is_file() else {}
+                reason = failure_reason(reports[where].get(row["grade_id"], "")) or OTHER
+                ex.reasons[reason] += 1
+    return totals, maxima, list(exercises.values())
+
+
+def _plots(folder: Path, chapter: str, totals: list[float], maximum: float, exercises: list[Exercise]) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    bins = max(1, min(20, int(maximum * 2) or 1))
+    ax.hist(totals, bins=bins, range=(0, maximum or 1), color="#4c72b0", edgecolor="white")
+    ax.set(xlabel=f"score (out of {maximum:g})", ylabel="students", title=f"{chapter}: scores")
+    fig.tight_layout()
+    names.append(f"{chapter}-scores.png")
+    fig.savefig(folder / names[-1], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(5.5, 1.4 + 0.35 * len(exercises)))
+    labels = [e.grade_id for e in exercises][::-1]
+    shares = [100 * e.full_share for e in exercises][::-1]
+    ax.barh(labels, shares, color="#55a868")
+    ax.set(xlim=(0, 100), xlabel="students with full marks (%)", title=f"{chapter}: pass rate per exercise")
+    fig.tight_layout()
+    names.append(f"{chapter}-pass-rate.png")
+    fig.savefig(folder / names[-1], dpi=110)
+    plt.close(fig)
+    return names
+
+
+_STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;
+vertical-align:top}th{background:#f3f3f3}td.n{text-align:right}img{margin:.5rem 1rem .5rem 0}"""
+
+
+def write_report(out: Path) -> Path:
+    """Write OUT/report/ from OUT/grades.csv, OUT/exercises.csv and the autograded
+    notebooks; returns the HTML page's path."""
+    folder = out / "report"
+    folder.mkdir(exist_ok=True)
+    totals, maxima, exercises = collect(out)
+    by_chapter: dict[str, list[Exercise]] = defaultdict(list)
+    for ex in exercises:
+        by_chapter[ex.chapter].append(ex)
+    with open(folder / "exercises.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["assignment", "grade_id", "students", "mean", "max_score", "full_marks_share",
+                    "most_common_failure", "students_with_it"])
+        for ex in exercises:
+            reason, count = ex.common_reason()
+            w.writerow([ex.chapter, ex.grade_id, len(ex.scores), round(ex.mean, 3), ex.max_score,
+                        round(ex.full_share, 3), reason, count])
+    parts = ["<!doctype html><meta charset='utf-8'><title>Grading report</title>", f"<style>{_STYLE}</style>",
+             "<h1>Grading report</h1>"]
+    for chapter in sorted(totals):
+        scores = totals[chapter]
+        mean = sum(scores) / len(scores)
+        parts.append(f"<h2>{html.escape(chapter)}</h2><p>{len(scores)} students, mean "
+                     f"{mean:.2f} of {maxima[chapter]:g}, full marks: "
+                     f"{sum(s >= maxima[chapter] for s in scores)}.</p>")
+        for name in _plots(folder, chapter, scores, maxima[chapter], by_chapter[chapter]):
+            parts.append(f"<img src='{html.escape(name)}' alt='{html.escape(name)}'>")
+        parts.append("<table><tr><th>exercise</th><th>mean</th><th>full marks</th>"
+                     "<th>most common failure</th><th>students</th></tr>")
+        for ex in by_chapter[chapter]:
+            reason, count = ex.common_reason()
+            parts.append(f"<tr><td>{html.escape(ex.grade_id)}</td><td class='n'>{ex.mean:.2f} / "
+                         f"{ex.max_score:g}</td><td class='n'>{100 * ex.full_share:.0f}%</td>"
+                         f"<td>{html.escape(reason) or '—'}</td><td class='n'>{count or ''}</td></tr>")
+        parts.append("</table>")
+    page = folder / "index.html"
+    page.write_text("\n".join(parts) + "\n")
+    return page
