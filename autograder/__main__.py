@@ -6,6 +6,12 @@
                                      unpack an LMS export (Canvas, Moodle, zip of folders) for grading
   grade SUBMISSIONS --out OUT [--secret FILE]
                                      autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
+  formgrader OUT [--port N]          nbgrader's formgrader on the course folder `grade` wrote, for manual grading
+  export OUT --lms canvas|moodle [--roster FILE]
+                                     grades.csv in the LMS's import format: OUT/lms/
+  report OUT                         the instructor's report again (after manual grading): OUT/report/
+  edition DEST [--now WHEN] [--url URL] [--git]
+                                     the student edition: no answers but those of chapters already due
 """
 
 from __future__ import annotations
@@ -51,6 +57,28 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"kill a notebook's kernel after this long in all (default: the chapter's own, "
                         f"else {WALL_SECONDS})")
 
+    p = sub.add_parser("formgrader", help="open nbgrader's formgrader on OUT/nbgrader (manual grading)")
+    p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
+    p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--print", action="store_true", help="only print the command and folder")
+
+    p = sub.add_parser("export", help="write grades.csv in Canvas's or Moodle's import format")
+    p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
+    p.add_argument("--lms", choices=("canvas", "moodle"), required=True)
+    p.add_argument("--roster", type=Path, help="CSV: student_id and any of name, email, sis_user_id, "
+                                               "sis_login_id, section")
+    p.add_argument("--chapter", action="append", help="only this chapter (repeatable; default: all)")
+
+    p = sub.add_parser("report", help="rewrite OUT/report/ from the gradebook (after manual grading)")
+    p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
+
+    p = sub.add_parser("edition", help="build the student edition: no answers of chapters not yet due")
+    p.add_argument("dest", type=Path, help="the folder to write (an earlier edition there is replaced)")
+    p.add_argument("--now", help="the date the edition is built as of (ISO 8601, default: now; UTC unless "
+                                 "it says otherwise)")
+    p.add_argument("--url", help="the repository the edition is published at (launch buttons, Colab install)")
+    p.add_argument("--git", action="store_true", help="commit it in DEST's own git repository (made if missing)")
+
     args = parser.parse_args(argv)
     if args.command == "release":
         from .release import release
@@ -75,6 +103,30 @@ def main(argv: list[str] | None = None) -> int:
         rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox, secret=args.secret,
                      cell_seconds=args.cell_timeout, wall_seconds=args.wall_timeout)
         print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows)")
+    elif args.command == "edition":
+        from .edition import build_edition, parse_when
+        due = build_edition(args.dest, parse_when(args.now) if args.now else None, args.url, args.git)
+        print(f"wrote the student edition to {args.dest}, with the answers of: {', '.join(due) or 'no chapter'}")
+    elif args.command == "formgrader":
+        import os
+        import subprocess
+
+        from .manual import formgrader_command
+        argv, cwd, env = formgrader_command(args.out, args.port)
+        print(f"in {cwd}: {' '.join(argv)}\nthen open Nbgrader > Formgrader (Manual grading) in JupyterLab")
+        if not args.print:
+            return subprocess.run(argv, cwd=cwd, env={**os.environ, **env}, check=False).returncode
+    elif args.command == "report":
+        from .report import write_report
+        from .results import refresh
+        if not (args.out / "grades.csv").is_file():
+            parser.error(f"no grades.csv in {args.out}: run grade first")
+        refresh(args.out)
+        print(f"wrote {write_report(args.out)}")
+    elif args.command == "export":
+        from .lms import export
+        for path in export(args.out, args.lms, args.roster, args.chapter):
+            print(f"wrote {path}")
     return 0
 
 

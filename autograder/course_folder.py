@@ -89,16 +89,17 @@ class Course:
             shutil.rmtree(folder, ignore_errors=True)
         self.stamp(student).unlink(missing_ok=True)
 
-    def stage(self, student: str, nb: NotebookNode, key: str) -> bool:
-        """Put the repaired notebook in submitted/; True if it needs grading.
+    def stage(self, student: str, nb: NotebookNode, key: str, timestamp: str | None = None) -> bool:
+        """Put the repaired notebook (and the time it was handed in, nbgrader's
+        timestamp.txt) in submitted/; True if it needs grading.
 
         A notebook needs grading unless an earlier run finished grading these
-        same inputs (the notebook, and `key`: everything else its grade
-        depends on). The order of the steps makes a run stopped at any point
-        safe to run again.
+        same inputs (the notebook, its timestamp, and `key`: everything else
+        its grade depends on). The order of the steps makes a run stopped at
+        any point safe to run again.
         """
         text = nbformat.writes(nb)
-        key = hashlib.sha256(f"{key}\0{text}".encode()).hexdigest()
+        key = hashlib.sha256(f"{key}\0{timestamp}\0{text}".encode()).hexdigest()
         stamp = self.stamp(student)
         if stamp.exists() and stamp.read_text() == key and self.is_graded(student):
             return False
@@ -106,6 +107,8 @@ class Course:
         shutil.rmtree(self.submitted(student), ignore_errors=True)
         self.submitted(student).mkdir(parents=True)
         (self.submitted(student) / f"{self.ch.id}.ipynb").write_text(text)
+        if timestamp:
+            (self.submitted(student) / "timestamp.txt").write_text(timestamp + "\n")
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(key)
         return True

@@ -4,9 +4,13 @@ SUBMISSIONS holds nbgrader's submitted/ layout,
 ``SUBMISSIONS/<student_id>/<chapter_id>/<chapter_id>.ipynb``. OUT becomes:
 
 - ``grades.csv``: one row per student and chapter (student_id, assignment,
-  score, max_score, status);
+  score, max_score, status, then the late-work columns: late_penalty,
+  timestamp, duedate, seconds_late; see `autograder.late`);
 - ``exercises.csv``: one row per student, chapter and test cell;
 - ``feedback/<student_id>/<chapter_id>/<notebook>.html``, without hidden tests;
+- ``report/``: the instructor's report (`report`): per exercise the mean, the
+  share of full marks and the most common reason for lost points, with a
+  score histogram and a pass-rate chart per chapter (``report/index.html``);
 - ``nbgrader/``: the nbgrader course folder (gradebook.db, autograded/, ...)
   that nbgrader's own commands run in, kept so that a second run only grades
   what changed (a notebook, the instructor's files, the course package, the
@@ -44,10 +48,13 @@ from .chapters import all_chapters
 from .course_folder import Course
 from .fingerprint import folder_digest, judging_digest
 from .intake import STUDENT_ID, Intake, intake
+from .late import format_timestamp, read_timestamp
 from .limits import Limits, chapter_limits
 from .nbconfig import nbgrader_config, write_config
 from .nbgrader_commands import autograde, generate_assignment, generate_feedback
+from .report import write_report
 from .results import Row, read_results, write_csvs
+from .schedule import Schedule, load_schedule
 from .secret import course_secret
 
 
@@ -85,14 +92,38 @@ def prepare_assignment(course: Course) -> str:
     return digest
 
 
+def set_due_date(course: Course, schedule: Schedule, students: list[str]) -> None:
+    """Give nbgrader the chapter's due date and each student's extension
+    (``schedule.yml``); nbgrader's AssignLatePenalties does the rest."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    ch = course.ch.id
+    due = schedule.due.get(ch)
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment(ch, duedate=due and format_timestamp(due))
+        for s in students:
+            extension = schedule.extensions.get((s, ch))
+            try:
+                if gb.find_submission(ch, s).extension == extension:
+                    continue
+            except MissingEntry:
+                if extension is None:
+                    continue
+            gb.update_or_create_student(s)
+            gb.update_or_create_submission(ch, s, extension=extension)
+
+
 def grade_chapter(course: Course, folders: dict[str, Path | None], use_sandbox: bool, limits: Limits,
-                  secret: Path) -> tuple[list[Row], list[list]]:
+                  secret: Path, schedule: Schedule | None = None) -> tuple[list[Row], list[list]]:
     """Grade every student's notebook for one chapter (None: nothing submitted)."""
     ch = course.ch
+    schedule = schedule or Schedule()
     kernel = course.write_kernelspec(use_sandbox, limits)
-    write_config(course.root, nbgrader_config(course.root, secret, kernel, limits))
+    write_config(course.root, nbgrader_config(course.root, secret, kernel, limits, schedule.late_penalty))
     secret_digest = hashlib.sha256(secret.read_bytes()).hexdigest()
     key = f"{prepare_assignment(course)}\0{judging_digest(ch, limits)}\0{use_sandbox}\0{secret_digest}"
+    set_due_date(course, schedule, sorted(folders))
+    key += f"\0{schedule.due.get(ch.id)}\0{schedule.late_penalty}"
     release = nbformat.read(course.release, as_version=4)
     status: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
@@ -104,7 +135,10 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], use_sandbox: 
             course.forget(s)
             continue
         notes[s] = got.notes
-        if course.stage(s, got.notebook, key):
+        timestamp, problem = read_timestamp(folder)
+        if problem:
+            notes[s].append(problem)
+        if course.stage(s, got.notebook, f"{key}\0{schedule.extensions.get((s, ch.id))}", timestamp):
             todo.append(s)
     for stale in (course.root / "submitted").glob(f"*/{ch.id}"):  # nbgrader grades all of submitted/
         if stale.parent.name not in notes:
@@ -119,7 +153,8 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], use_sandbox: 
 
 
 def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path | None = None,
-          cell_seconds: int | None = None, wall_seconds: int | None = None) -> list[Row]:
+          cell_seconds: int | None = None, wall_seconds: int | None = None,
+          schedule: Schedule | None = None) -> list[Row]:
     """Grade every submission under `submissions`; write the results to `out`.
 
     Student code runs in the sandbox (see `autograder.sandbox`); with
@@ -127,7 +162,10 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
     cases are seeded from the `secret` file (default: the course's, see
     `autograder.secret`). `cell_seconds` and `wall_seconds`, when given,
     replace every chapter's own time limits (see `autograder.limits`).
+    Due dates, extensions and the late penalty come from `schedule` (default:
+    the course's ``schedule.yml``, see `autograder.schedule`).
     """
+    schedule = schedule or load_schedule()
     if use_sandbox:
         problem = sandbox.available()
         if problem:
@@ -146,8 +184,10 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
         if ch.id in found:
             limits = chapter_limits(ch, cell_seconds, wall_seconds)
             ch_rows, ch_cells = grade_chapter(Course(out, ch), {s: found[ch.id].get(s) for s in students},
-                                              use_sandbox, limits, secret)
+                                              use_sandbox, limits, secret, schedule)
             rows += ch_rows
             cells += ch_cells
     write_csvs(out, rows, cells)
+    if rows:
+        write_report(out)
     return rows

@@ -10,6 +10,7 @@ and the judge around the hardened `Execute` (see `autograder.judge` and
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from traitlets.config import Config
@@ -38,10 +39,11 @@ FEEDBACK_PREPROCESSORS = [
 ]
 
 
-def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits) -> Config:
+def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits, late_penalty: str = "none") -> Config:
     """nbgrader's settings for a course folder `root`: grade in `kernel`
     with the per-cell and wall-clock `limits`, seeding hidden cases from the
-    grading `secret` file."""
+    grading `secret` file, with the `late_penalty` of ``schedule.yml``
+    (``none``, ``zero``: nbgrader's own; ``P% per day``: `autograder.late.PercentPerDay`)."""
     c = Config()
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.course_id = COURSE_ID
@@ -57,6 +59,12 @@ def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits) -> Co
     c.PrepareProbes.secret_file = str(secret)
     c.JudgeChecks.secret_file = str(secret)
     c.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
+    per_day = re.fullmatch(r"(\d+(?:\.\d+)?)\s*% per day", late_penalty)
+    if per_day:
+        c.AssignLatePenalties.plugin_class = "autograder.late.PercentPerDay"
+        c.PercentPerDay.percent = float(per_day.group(1))
+    else:
+        c.LateSubmissionPlugin.penalty_method = late_penalty
     return c
 
 

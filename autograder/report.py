@@ -134,6 +134,7 @@ def _plots(folder: Path, chapter: str, totals: list[float], maximum: float, exer
     bins = max(1, min(20, int(maximum * 2) or 1))
     ax.hist(totals, bins=bins, range=(0, maximum or 1), color="#4c72b0", edgecolor="white")
     ax.set(xlabel=f"score (out of {maximum:g})", ylabel="students", title=f"{chapter}: scores")
+    ax.yaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
     names.append(f"{chapter}-scores.png")
     fig.savefig(folder / names[-1], dpi=110)
@@ -178,7 +179,7 @@ def write_report(out: Path) -> Path:
     for chapter in sorted(totals):
         scores = totals[chapter]
         mean = sum(scores) / len(scores)
-        parts.append(f"<h2>{html.escape(chapter)}</h2><p>{len(scores)} students, mean "
+        parts.append(f"<h2>{html.escape(chapter)}</h2><p>{len(scores)} student{'s' * (len(scores) != 1)}, mean "
                      f"{mean:.2f} of {maxima[chapter]:g}, full marks: "
                      f"{sum(s >= maxima[chapter] for s in scores)}.</p>")
         for name in _plots(folder, chapter, scores, maxima[chapter], by_chapter[chapter]):

@@ -13,20 +13,30 @@ from course.protocol import STATUS_DIR
 
 from .course_folder import Course
 from .execute import status_path
+from .late import describe_lateness
 
-GRADES_HEADER = ["student_id", "assignment", "score", "max_score", "status"]
+GRADES_HEADER = ["student_id", "assignment", "score", "max_score", "status",
+                 "late_penalty", "timestamp", "duedate", "seconds_late"]
 EXERCISES_HEADER = ["student_id", "assignment", "notebook", "grade_id", "score", "max_score"]
 
 
 @dataclass
 class Row:
-    """One row of grades.csv."""
+    """One row of grades.csv. `score` is what the student gets: the tests'
+    points (and any manual grades) less nbgrader's `late_penalty` (which
+    nbgrader caps at those points, so they are score + late_penalty).
+    `timestamp` (when it was handed in) and `duedate` (with the student's
+    extension) are nbgrader's, in UTC; empty when unknown."""
 
     student_id: str
     assignment: str
     score: float
     max_score: float
     status: str
+    late_penalty: float = 0.0
+    timestamp: str = ""
+    duedate: str = ""
+    seconds_late: float = 0.0
 
 
 def run_notes(course: Course, student: str) -> list[str]:
@@ -57,23 +67,82 @@ def read_results(course: Course, students: list[str], status: dict[str, str],
     ch = course.ch.id
     rows, cells = [], []
     with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
-        max_score = gb.find_assignment(ch).max_score
+        assignment = gb.find_assignment(ch)
+        max_score, due = assignment.max_score, assignment.duedate
         for s in students:
             if s in status:
-                rows.append(Row(s, ch, 0.0, max_score, status[s]))
+                rows.append(Row(s, ch, 0.0, max_score, status[s], duedate=_when(due)))
                 continue
             try:
                 sub = gb.find_submission(ch, s)
             except MissingEntry:
-                rows.append(Row(s, ch, 0.0, max_score, "not graded: no gradebook entry"))
+                rows.append(Row(s, ch, 0.0, max_score, "not graded: no gradebook entry", duedate=_when(due)))
                 continue
             parts = notes.get(s, []) + run_notes(course, s)
-            rows.append(Row(s, ch, round(sub.score, 2), sub.max_score,
-                            "graded" + (f" ({'; '.join(parts)})" if parts else "")))
+            rows.append(graded_row(sub, parts))
             for nb in sub.notebooks:
                 for g in sorted(nb.grades, key=lambda g: g.name):
                     cells.append([s, ch, nb.name, g.name, round(g.score, 2), g.max_score])
     return rows, cells
+
+
+def _when(value) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value is not None else ""
+
+
+GRADEBOOK_NOTES = ("late by ", "graded by hand", "awaits manual grading")  # remade from the gradebook
+
+
+def graded_row(sub, notes: list[str]) -> Row:
+    """The grades.csv row of nbgrader's SubmittedAssignment `sub`: its score
+    with any manual grades and extra credit (formgrader), less the late penalty."""
+    raw, penalty = round(sub.score, 2), round(sub.late_submission_penalty or 0.0, 2)
+    late = sub.total_seconds_late
+    grades = [g for nb in sub.notebooks for g in nb.grades]
+    if any(g.manual_score is not None or g.extra_credit for g in grades):
+        notes = [*notes, "graded by hand"]
+    if sub.needs_manual_grade:
+        notes = [*notes, "awaits manual grading"]
+    if late > 0:
+        notes = [*notes, f"late by {describe_lateness(late)}" + (f", penalty {penalty:g}" if penalty else "")]
+    return Row(sub.student.id, sub.assignment.name, round(max(0.0, raw - penalty), 2), sub.max_score,
+               "graded" + (f" ({'; '.join(notes)})" if notes else ""), penalty, _when(sub.timestamp),
+               _when(sub.duedate), round(late))
+
+
+def refresh(out: Path) -> list[Row]:
+    """Read the scores of OUT/grades.csv's graded rows (and OUT/exercises.csv)
+    again from the gradebook, so that what was graded or adjusted by hand in
+    nbgrader's formgrader since `grade` ran is included; rewrite both files."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with open(out / "grades.csv", newline="") as f:
+        old = list(csv.DictReader(f))
+    db = out / "nbgrader" / "gradebook.db"
+    rows, cells = [], []
+    with Gradebook(f"sqlite:///{db}") as gb:
+        for r in old:
+            row = Row(**{k: r.get(k, "") for k in GRADES_HEADER[:5]})
+            row.score, row.max_score = float(r["score"]), float(r["max_score"])
+            for k in ("late_penalty", "seconds_late"):
+                setattr(row, k, float(r.get(k) or 0))
+            row.timestamp, row.duedate = r.get("timestamp", ""), r.get("duedate", "")
+            if r["status"].startswith("graded"):
+                try:
+                    sub = gb.find_submission(r["assignment"], r["student_id"])
+                except MissingEntry:
+                    pass
+                else:
+                    inner = r["status"][len("graded ("):-1] if r["status"].startswith("graded (") else ""
+                    notes = [n for n in inner.split("; ") if n and not n.startswith(GRADEBOOK_NOTES)]
+                    row = graded_row(sub, notes)
+                    for nb in sub.notebooks:
+                        for g in sorted(nb.grades, key=lambda g: g.name):
+                            cells.append([row.student_id, row.assignment, nb.name, g.name, round(g.score, 2),
+                                          g.max_score])
+            rows.append(row)
+    write_csvs(out, rows, cells)
+    return rows
 
 
 def write_csvs(out: Path, rows: list[Row], cells: list[list]) -> None:

@@ -1,0 +1,292 @@
+"""`python -m autograder edition DEST`: the student edition of the course.
+
+What an instructor publishes for a graded cohort (a folder, or with
+``--git`` a repository whose history holds only editions): the chapters,
+the book, the checks, the self-check and the Binder set-up, and the
+reference answers of the chapters whose due date (``schedule.yml``, plus
+the longest extension granted) has passed, and of no other. It holds no
+``solutions/``, no tests (hidden-test sources, mutants), no generated
+outputs but the pre-rendered figures of the book, no caches.
+
+Figures of chapters not yet due: the reference they would fall back on is
+absent, so the notebook carries the outputs of the instructor's last book
+build (``_build/jupyter_execute``, made by ``make book``) and the edition's
+book shows those instead of executing the notebook (``execute.exclude_patterns``).
+Run ``make book`` before ``edition`` to include them.
+
+Before it finishes, `audit` searches every file of the edition (and, with
+``--git``, every commit) for the answers of every chapter not yet due; the
+edition is refused if one is found.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from course.protocol import HIDDEN_BEGIN
+
+from .chapters import REFERENCE, ROOT, Chapter, all_chapters
+from .release import INSTALL_URL, MARKERS
+from .schedule import Schedule, load_schedule
+
+MARK = ".student-edition"
+EXECUTED = ROOT / "_build" / "jupyter_execute"
+# What the edition holds, by top-level name: anything else (solutions/, tests/, benchmarks/, ...) stays out.
+PUBLISHED = [".ci/book-assets", ".ci/fetch-book-assets", ".github/workflows/book.yml", ".gitignore",
+             "Makefile", "README.md", "_config.yml", "_toc.yml", "bibliography.md", "objectives.md",
+             "pyproject.toml", "references.bib", "requirements.txt", "binder", "chapters", "course",
+             "autograder"]
+NEVER = ("__pycache__", ".ipynb_checkpoints", ".pyc", ".egg-info")
+MIN_ANSWER_LINE = 12  # shorter lines ("return x") are not evidence of an answer
+
+
+def _tracked() -> set[Path] | None:
+    """Files git knows (tracked or not ignored), or None outside a git checkout."""
+    try:
+        proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                              cwd=ROOT, capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {ROOT / p for p in proc.stdout.decode().split("\0") if p}
+
+
+def published_files(due: set[str]) -> list[Path]:
+    """The repository files the edition holds when the chapters `due` are due."""
+    tracked = _tracked()
+    topics = {ch.topic for ch in all_chapters() if ch.id in due}
+    files = []
+    for name in PUBLISHED:
+        top = ROOT / name
+        for f in sorted([top] if top.is_file() else top.rglob("*") if top.is_dir() else []):
+            if not f.is_file() or f.is_symlink() or any(n in str(f.relative_to(ROOT)) for n in NEVER):
+                continue
+            if tracked is not None and f not in tracked:
+                continue
+            if f.parent == REFERENCE and f.name != "__init__.py" and f.stem not in topics:
+                continue  # the answers of a chapter not yet due (or of one without a solution yet)
+            files.append(f)
+    return files
+
+
+def _prerender(nb: nbformat.NotebookNode, ch: Chapter) -> bool:
+    """Give `nb` the outputs of the last book build, cell by cell where the
+    source is unchanged; False if there is no build of this chapter."""
+    built = EXECUTED / "chapters" / ch.id / f"{ch.id}.ipynb"
+    if not built.is_file():
+        return False
+    done = nbformat.read(built, as_version=4)
+    by_id = {c.get("id"): c for c in done.cells if c.cell_type == "code"}
+    for cell in nb.cells:
+        old = by_id.get(cell.get("id"))
+        if cell.cell_type == "code" and old is not None and old.source == cell.source:
+            cell.outputs = old.outputs
+            cell.execution_count = old.execution_count
+    if "widgets" in done.metadata:
+        nb.metadata["widgets"] = done.metadata["widgets"]
+    return True
+
+
+def _config(text: str, url: str | None, not_due: list[Chapter]) -> str:
+    config = yaml.safe_load(text)
+    if url:
+        config["repository"]["url"] = url
+    config.setdefault("execute", {})["exclude_patterns"] = [f"chapters/{ch.id}/*" for ch in not_due]
+    return ("# The student edition, built by `python -m autograder edition`. Chapters not yet due are not\n"
+            "# executed: they show the figures pre-rendered from the instructor's build.\n"
+            + yaml.safe_dump(config, sort_keys=False))
+
+
+def _public_schedule(schedule: Schedule) -> str:
+    """Due dates only (extensions name students: they stay private)."""
+    due = {ch: {"due": when.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S+00:00")}
+           for ch, when in sorted(schedule.due.items())}
+    return ("# Due dates of this course (UTC).\n"
+            + yaml.safe_dump({"timezone": "UTC", "late_penalty": schedule.late_penalty, "chapters": due},
+                             sort_keys=False))
+
+
+def _empty(dest: Path) -> None:
+    """Empty a previous edition (keeping its .git); refuse any other non-empty folder."""
+    if dest.exists() and any(dest.iterdir()):
+        if not (dest / MARK).is_file():
+            raise SystemExit(f"{dest} is not empty and holds no earlier edition: refusing to overwrite it")
+        for entry in dest.iterdir():
+            if entry.name != ".git":
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    dest.mkdir(parents=True, exist_ok=True)
+
+
+def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = None, git: bool = False,
+                  schedule: Schedule | None = None) -> list[str]:
+    """Write the student edition into `dest` as of `now`; returns the chapters whose answers it holds."""
+    dest = dest.resolve()
+    if dest == ROOT or ROOT in dest.parents:
+        raise SystemExit("the edition must be written outside the repository")
+    now = now or dt.datetime.now(dt.timezone.utc)
+    schedule = schedule or load_schedule()
+    chapters = all_chapters()
+    due = {ch.id for ch in chapters if schedule.is_due(ch.id, now)}
+    not_due = [ch for ch in chapters if ch.id not in due]
+    _empty(dest)
+    for f in published_files(due):
+        target = dest / f.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, target)
+    (dest / "_config.yml").write_text(_config((ROOT / "_config.yml").read_text(), url, not_due))
+    (dest / "schedule.yml").write_text(_public_schedule(schedule))
+    missing = []
+    for ch in chapters:
+        path = dest / ch.student.relative_to(ROOT)
+        if not path.is_file():  # a chapter still being written: nothing released yet
+            continue
+        nb = nbformat.read(path, as_version=4)
+        if url:
+            setup = next(c for c in nb.cells if c.cell_type == "code")
+            setup.source = INSTALL_URL.sub(f"git+{url}", setup.source)
+        if ch.id not in due and not _prerender(nb, ch):
+            missing.append(ch.id)
+        nbformat.write(nb, path)
+    if missing:
+        print(f"warning: no book build of {', '.join(missing)} (run `make book` first): the edition's book shows "
+              "them without figures, and in Jupyter a figure raises the unsolved exercise's NotImplementedError")
+    (dest / MARK).write_text(json.dumps({"built": now.isoformat(), "answers_of": sorted(due)}, indent=1) + "\n")
+    for ask_git in ((False, True) if git else (False,)):  # the files, then (committed) the history too
+        if ask_git:
+            _commit(dest, now)
+        problems = audit(dest, not_due)
+        if problems:
+            raise SystemExit("the edition holds answers of chapters not yet due:\n  " + "\n  ".join(problems[:20]))
+    return sorted(due)
+
+
+def _git(dest: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Course edition", "GIT_AUTHOR_EMAIL": "edition@localhost",
+           "GIT_COMMITTER_NAME": "Course edition", "GIT_COMMITTER_EMAIL": "edition@localhost"}
+    return subprocess.run(["git", *args], cwd=dest, env=env, capture_output=True, text=True, check=True)
+
+
+def _commit(dest: Path, now: dt.datetime) -> None:
+    """Commit the edition in its own repository (made on first use): its history holds editions only."""
+    if not (dest / ".git").is_dir():
+        _git(dest, "init", "-q", "-b", "main")
+    _git(dest, "add", "-A")
+    if _git(dest, "status", "--porcelain").stdout.strip():
+        _git(dest, "commit", "-q", "-m", f"Student edition as of {now:%Y-%m-%d %H:%M} UTC")
+
+
+# ------------------------------------------------------------------ audit ---
+
+def answer_lines(ch: Chapter) -> list[tuple[set[str], int]]:
+    """Distinctive lines of each of a chapter's answers (its solution cells,
+    which `release` also exports into its reference module; or, for a chapter
+    still being written, its reference module), minus what its student
+    notebook shows anyway (the contract often quotes a line)."""
+    given = ("\n".join(c.source for c in nbformat.read(ch.student, as_version=4).cells)
+             if ch.student.is_file() else "")
+    blocks = []
+    cells = nbformat.read(ch.solution, as_version=4).cells if ch.solution.is_file() else []
+    for cell in cells:
+        if cell.metadata.get("nbgrader", {}).get("solution") or "export" in cell.metadata.get("tags", []):
+            blocks.append(cell.source)
+    if not blocks and ch.reference_module.is_file():
+        blocks += _function_bodies(ch.reference_module.read_text())
+    answers = []
+    for block in blocks:
+        code = {ln.strip() for ln in block.splitlines()} - {"", *MARKERS}
+        code = {ln for ln in code if not ln.startswith("#") and ln not in given}
+        lines = {ln for ln in code if len(ln) >= MIN_ANSWER_LINE}
+        if lines:  # evidence: the whole of a one-line answer, two lines of a longer one
+            answers.append((lines, 1 if len(code) == 1 else 2))
+    return answers
+
+
+def _function_bodies(source: str) -> list[str]:
+    """The bodies of a module's functions and methods, docstrings left out:
+    the answers, where there is no student notebook yet to tell them from
+    what it would show (signatures, docstrings)."""
+    lines = source.splitlines()
+    bodies = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            if body:
+                bodies.append("\n".join(lines[body[0].lineno - 1:body[-1].end_lineno]))
+    return bodies
+
+
+def public_oracle_lines(lines: set[str]) -> set[str]:
+    """The answer lines that the checks' own oracles hold: published by the
+    course's design (the visible tests need them; see README), not counted."""
+    checks = "\n".join(p.read_text() for p in (ROOT / "course" / "checks").rglob("*.py"))
+    return {ln for ln in lines if ln in checks}
+
+
+def _texts(path: Path) -> list[str]:
+    """The text a file holds, notebooks' cells and outputs decoded."""
+    try:
+        raw = path.read_text()
+    except (UnicodeDecodeError, OSError):
+        return []
+    if path.suffix != ".ipynb":
+        return [raw]
+    out = [raw]
+    for cell in json.loads(raw).get("cells", []):
+        out.append("".join(cell.get("source", "")))
+        for o in cell.get("outputs", []):
+            out.append("".join(o.get("text", "")))
+            out += ["".join(v) if isinstance(v, list) else str(v) for v in o.get("data", {}).values()]
+    return out
+
+
+def audit(dest: Path, not_due: list[Chapter]) -> list[str]:
+    """Every place in `dest` where an answer of a chapter in `not_due` shows; [] if none."""
+    problems = []
+    secrets = {}
+    known = {ch.topic for ch in all_chapters()}
+    orphans = [Chapter(f"99_{p.stem}") for p in REFERENCE.glob("*.py")  # answers of chapters being written
+               if p.stem not in known and p.name != "__init__.py"]
+    for ch in not_due + orphans:
+        answers = [(lines - public_oracle_lines(lines), need) for lines, need in answer_lines(ch)]
+        secrets[ch.id] = [(lines, need) for lines, need in answers if len(lines) >= need]
+    for ch in not_due:
+        if (dest / "course" / "reference" / f"{ch.topic}.py").exists():
+            problems.append(f"course/reference/{ch.topic}.py: the reference answers of {ch.id}")
+    texts: list[tuple[str, str]] = []
+    for path in sorted(dest.rglob("*")):
+        rel = path.relative_to(dest)
+        if rel.parts[0] == ".git" or not path.is_file():
+            continue
+        if rel.parts[0] in ("solutions", "tests") or path.suffix == ".pyc":
+            problems.append(f"{rel}: must not be published")
+        texts += [(str(rel), t) for t in _texts(path)]
+    if (dest / ".git").is_dir():  # every version ever committed, not just the last
+        log = _git(dest, "log", "--all", "-p", "--format=commit %H").stdout
+        for chunk in log.split("\ndiff --git a/")[1:]:
+            texts.append((f"git history of {chunk.split(' b/', 1)[0]}", chunk))
+    for where, text in texts:
+        for marker in (HIDDEN_BEGIN, MARKERS[0]):  # the grader's own code names them; a notebook must not
+            if marker in text and where.endswith(".ipynb"):
+                problems.append(f"{where}: holds {marker!r}")
+        for chapter, answers in secrets.items():
+            for lines, need in answers:
+                hits = sorted(ln for ln in lines if ln in text)
+                if len(hits) >= need:
+                    problems.append(f"{where}: {len(hits)} line(s) of an answer of {chapter}, e.g. {hits[0][:60]!r}")
+    return list(dict.fromkeys(problems))
+
+
+def parse_when(value: str) -> dt.datetime:
+    when = dt.datetime.fromisoformat(value)
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+__all__ = ["answer_lines", "audit", "build_edition", "parse_when", "public_oracle_lines"]

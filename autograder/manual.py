@@ -1,0 +1,37 @@
+"""Manual grading with nbgrader's own formgrader, on the course folder `grade` wrote.
+
+``python -m autograder formgrader OUT`` starts JupyterLab in ``OUT/nbgrader``
+(whose ``nbgrader_config.json`` names that folder as the course root), with
+the grading kernels on its path, so the formgrader's "Manual Grading" view
+shows every chapter, student and cell. Scores given or adjusted there, extra
+credit and comments go to the gradebook; ``grade`` run again (it regrades
+nothing that has not changed) writes the feedback with the comments, and
+``grade`` or ``export`` write them into grades.csv (`results.refresh`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from course.protocol import CONFIG_FILE, JUPYTER_DIR
+
+from .chapters import ROOT
+
+
+def formgrader_command(out: Path, port: int = 8888) -> tuple[list[str], Path, dict[str, str]]:
+    """(argv, folder, environment) that start the formgrader on OUT's course folder."""
+    root = out.resolve() / "nbgrader"
+    config = root / CONFIG_FILE
+    if not (root / "gradebook.db").is_file() or not config.is_file():
+        raise SystemExit(f"no graded course in {root}: run `python -m autograder grade ... --out {out}` first")
+    if json.loads(config.read_text())["CourseDirectory"]["root"] != str(root):
+        raise SystemExit(f"{config} names another course folder: run `grade` into {out} again")
+    bindir = str(Path(sys.executable).parent)
+    env = {"JUPYTER_PATH": str(root / JUPYTER_DIR),  # the sandboxed grading kernels, if autograding from there
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+           "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")])}
+    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", f"--ServerApp.root_dir={root}"]
+    return argv, root, env

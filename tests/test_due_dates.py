@@ -1,0 +1,144 @@
+"""Due dates and late work: schedule.yml -> nbgrader's duedate, extensions and
+late-penalty plugin -> grades.csv."""
+
+import csv
+import datetime as dt
+
+import pytest
+import yaml
+from submissions import solved, write
+
+from autograder import sandbox
+from autograder.chapters import get_chapter
+from autograder.late import (
+    PercentPerDay,
+    describe_lateness,
+    format_timestamp,
+    read_timestamp,
+)
+from autograder.limits import Limits
+from autograder.nbconfig import nbgrader_config
+from autograder.schedule import Schedule, load_schedule, parse_schedule
+
+CH = get_chapter("00_introduction")
+UTC = dt.timezone.utc
+
+
+# -------------------------------------------------------------- schedule ---
+
+def test_schedule_reads_dates_in_its_timezone_and_extensions():
+    s = parse_schedule(yaml.safe_load("""
+timezone: Europe/London
+late_penalty: 10% per day
+chapters:
+  00_introduction: {due: 2026-09-21 23:59}
+  01_tokenizing: {due: 2026-12-01, canvas_id: 4711}
+extensions:
+  "1001": {01_tokenizing: 36 hours}
+"""))
+    assert s.due["00_introduction"] == dt.datetime(2026, 9, 21, 22, 59, tzinfo=UTC)  # BST is UTC+1
+    assert s.due["01_tokenizing"] == dt.datetime(2026, 12, 1, 23, 59, 59, tzinfo=UTC)  # a date: its last second
+    assert s.canvas_ids == {"01_tokenizing": "4711"}
+    assert s.extensions == {("1001", "01_tokenizing"): dt.timedelta(hours=36)}
+    assert s.percent_per_day == 10.0
+    assert not s.is_due("01_tokenizing", dt.datetime(2026, 12, 3, 11, tzinfo=UTC))  # extension still running
+    assert s.is_due("01_tokenizing", dt.datetime(2026, 12, 3, 12, tzinfo=UTC))
+    assert not s.is_due("02_embedding", dt.datetime(2099, 1, 1, tzinfo=UTC))  # no due date: never
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("chapters: {99_nothing: {due: 2026-01-01}}", "unknown chapter"),
+    ("chapters: {00_introduction: {due: next monday}}", "not a date"),
+    ("chapters: {00_introduction: {deu: 2026-01-01}}", "expected some of"),
+    ("late_penalty: half", "late_penalty"),
+    ("timezone: Mars/Olympus", "unknown timezone"),
+    ("extensions: {bob: {00_introduction: 2 days}}", "has no due date"),
+    ("chapters: {00_introduction: {due: 2026-01-01}}\nextensions: {bob: {00_introduction: a while}}", "duration"),
+    ("duedates: {}", "unknown setting"),
+])
+def test_schedule_mistakes_are_named(text, error):
+    with pytest.raises(ValueError, match=error):
+        parse_schedule(yaml.safe_load(text))
+
+
+def test_the_committed_schedule_is_valid():
+    load_schedule()
+
+
+# ----------------------------------------------------------- late policy ---
+
+def test_percent_per_day_counts_started_days_and_caps_at_the_score():
+    plugin = PercentPerDay(percent=10)
+    assert plugin.late_submission_penalty("s", 8.0, 0) is None
+    assert plugin.late_submission_penalty("s", 8.0, 1) == 0.8
+    assert plugin.late_submission_penalty("s", 8.0, 86400) == 0.8
+    assert plugin.late_submission_penalty("s", 8.0, 86401) == 1.6
+    assert plugin.late_submission_penalty("s", 8.0, 30 * 86400) == 8.0
+
+
+def test_the_policy_reaches_nbgrader(tmp_path):
+    per_day = nbgrader_config(tmp_path, tmp_path / "s", "k", Limits(), "12.5% per day")
+    assert per_day.AssignLatePenalties.plugin_class == "autograder.late.PercentPerDay"
+    assert per_day.PercentPerDay.percent == 12.5
+    assert nbgrader_config(tmp_path, tmp_path / "s", "k", Limits(), "zero").LateSubmissionPlugin.penalty_method == "zero"
+    assert "autograder.late.PercentPerDay" not in str(nbgrader_config(tmp_path, tmp_path / "s", "k", Limits()))
+
+
+def test_timestamps_are_read_as_nbgrader_writes_them(tmp_path):
+    assert read_timestamp(tmp_path) == (None, None)
+    (tmp_path / "timestamp.txt").write_text("2026-09-22 01:30:00.000000 Europe/Berlin\n")
+    assert read_timestamp(tmp_path) == ("2026-09-21 23:30:00.000000 UTC", None)
+    (tmp_path / "timestamp.txt").write_text("yesterday-ish")
+    assert read_timestamp(tmp_path)[1].startswith("timestamp.txt ignored: not a date")
+    (tmp_path / "timestamp.txt").unlink()
+    (tmp_path / "timestamp.txt").symlink_to("/etc/hostname")
+    assert read_timestamp(tmp_path)[1] == "timestamp.txt ignored: not a small plain file"
+    assert describe_lateness(90) == "2 min" and describe_lateness(86400 + 2 * 3600) == "1 day 2 h"
+
+
+# ------------------------------------------------ a class, really graded ---
+
+def _rows(out):
+    with open(out / "grades.csv", newline="") as f:
+        return {r["student_id"]: r for r in csv.DictReader(f)}
+
+
+@pytest.mark.slow
+def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path):
+    from autograder.grade import grade
+
+    due = dt.datetime(2026, 9, 21, 22, 0, tzinfo=UTC)
+    handed_in = {"ontime": due - dt.timedelta(hours=1), "late": due + dt.timedelta(hours=30),
+                 "excused": due + dt.timedelta(hours=30), "untimed": None}
+    subs = tmp_path / "submitted"
+    for student, when in handed_in.items():
+        path = write(solved(CH), subs, student, CH)
+        if when:
+            (path.parent / "timestamp.txt").write_text(format_timestamp(when) + "\n")
+    schedule = Schedule(due={CH.id: due}, extensions={("excused", CH.id): dt.timedelta(days=2)},
+                        late_penalty="10% per day")
+    use_sandbox = sandbox.available() is None
+    grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
+    rows = _rows(tmp_path / "out")
+    top = float(rows["ontime"]["max_score"])
+    assert float(rows["ontime"]["score"]) == top > 0  # the solution: full marks
+    for s in ("ontime", "excused", "untimed"):
+        assert float(rows[s]["score"]) == top and float(rows[s]["late_penalty"]) == 0, rows[s]
+        assert float(rows[s]["seconds_late"]) == 0 and rows[s]["status"] == "graded", rows[s]
+    late = rows["late"]
+    assert float(late["seconds_late"]) == 30 * 3600
+    assert float(late["late_penalty"]) == round(top * 0.2, 2)  # 2 started days at 10%
+    assert float(late["score"]) == round(top - top * 0.2, 2)  # the points earned, less the penalty
+    assert late["status"] == f"graded (late by 1 day 6 h, penalty {round(top * 0.2, 2):g})"
+    assert late["timestamp"] == "2026-09-23 04:00:00 UTC" and late["duedate"] == "2026-09-21 22:00:00 UTC"
+    assert rows["excused"]["duedate"] == "2026-09-23 22:00:00 UTC"
+    assert rows["untimed"]["timestamp"] == ""
+
+    # The instructor grants "late" an extension: only that notebook is graded again, without penalty.
+    schedule = Schedule(due={CH.id: due}, extensions={("excused", CH.id): dt.timedelta(days=2),
+                                                      ("late", CH.id): dt.timedelta(days=2)},
+                        late_penalty="10% per day")
+    grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
+    again = _rows(tmp_path / "out")
+    assert float(again["late"]["score"]) == top and again["late"]["status"] == "graded"
+    assert {s: again[s] for s in again if s != "late"} == {s: rows[s] for s in rows if s != "late"}

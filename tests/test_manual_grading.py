@@ -1,0 +1,129 @@
+"""Manual grading: nbgrader's formgrader on the course folder `grade` wrote,
+and what is graded or adjusted there reaching grades.csv, the LMS files and
+the feedback."""
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from mutants.introduction import MUTANTS
+from submissions import mutated, solved, write
+
+from autograder import sandbox
+from autograder.chapters import get_chapter
+from autograder.manual import formgrader_command
+from course.protocol import CONFIG_FILE
+
+CH = get_chapter("00_introduction")
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_formgrader_needs_a_graded_course(tmp_path):
+    with pytest.raises(SystemExit, match="run `python -m autograder grade"):
+        formgrader_command(tmp_path)
+
+
+@pytest.mark.slow
+def test_manual_grades_reach_grades_csv_the_lms_and_the_feedback(tmp_path):
+    from nbgrader.api import Gradebook
+
+    subs, out, secret = tmp_path / "submitted", tmp_path / "out", tmp_path / "secret"
+    write(solved(CH), subs, "1001", CH)
+    write(mutated(CH, MUTANTS[0]), subs, "1002", CH)
+    run = [sys.executable, "-m", "autograder"]
+    safety = [] if sandbox.available() is None else ["--unsafe-no-sandbox"]
+    grade = [*run, "grade", str(subs), "--out", str(out), "--secret", str(secret), *safety]
+    subprocess.run(grade, check=True, capture_output=True, timeout=600)
+    before = {r["student_id"]: r for r in _rows(out / "grades.csv")}
+    top = float(before["1001"]["max_score"])
+    assert float(before["1002"]["score"]) < top
+
+    argv, folder, env = formgrader_command(out)
+    assert folder == out / "nbgrader" and "lab" in argv
+    assert json.loads((folder / CONFIG_FILE).read_text())["CourseDirectory"]["root"] == str(folder)
+    assert env["JUPYTER_PATH"].startswith(str(folder))
+
+    # What the formgrader's Manual Grading view stores, through nbgrader's own API.
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gb:
+        sub = gb.find_submission(CH.id, "1002")
+        grade_cell = sub.notebooks[0].grades[0]
+        grade_cell.manual_score, grade_cell.needs_manual_grade = grade_cell.max_score, False
+        cell_name, cell_max = grade_cell.name, grade_cell.max_score
+        comment = sub.notebooks[0].comments[0]
+        comment.manual_comment = "Accepted by hand: the bias is added further down."
+        gb.find_submission(CH.id, "1001").notebooks[0].grades[0].extra_credit = 0.5
+        gb.db.commit()
+
+    subprocess.run([*run, "export", str(out), "--lms", "canvas"], check=True, capture_output=True)
+    after = {r["student_id"]: r for r in _rows(out / "grades.csv")}
+    assert float(after["1002"]["score"]) == top and after["1002"]["status"] == "graded (graded by hand)"
+    assert float(after["1001"]["score"]) == top + 0.5 and after["1001"]["status"] == "graded (graded by hand)"
+    with open(out / "lms" / "canvas.csv", newline="") as f:
+        canvas = list(csv.reader(f))
+    assert {line[1]: float(line[5]) for line in canvas[2:]} == {"1001": top + 0.5, "1002": top}
+    exercises = {(r["student_id"], r["grade_id"]): float(r["score"]) for r in _rows(out / "exercises.csv")}
+    assert exercises[("1002", cell_name)] == cell_max
+
+    # Grading again runs no notebook, keeps the manual grades, and gives the comment back as feedback.
+    again = subprocess.run(grade, check=True, capture_output=True, text=True, timeout=600)
+    assert "0 notebook(s) run" in again.stdout
+    assert {r["student_id"]: r["score"] for r in _rows(out / "grades.csv")} == \
+        {s: r["score"] for s, r in after.items()}
+    html = (out / "feedback" / "1002" / CH.id / f"{CH.id}.html").read_text()
+    assert "Accepted by hand" in html
+
+
+WRITTEN = ("**Written answer** (1 point, graded by hand). Why does `linear_rows` compute `x @ W`, "
+           "not `W @ x`?\n\n### BEGIN SOLUTION\nVectors are rows here: a batch is `(batch, d_in)`, "
+           "so the weight multiplies from the right.\n### END SOLUTION")
+
+
+@pytest.mark.slow
+def test_a_written_answer_awaits_manual_grading_then_counts(tmp_path, monkeypatch):
+    """A manually graded cell (nbgrader: solution and grade, in markdown) in a
+    copy of chapter 0: graded as "awaits manual grading", then by hand."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    from autograder import chapters
+    from autograder.grade import grade
+    from autograder.lms import export
+    from autograder.release import generate_student_version
+
+    shutil.copytree(CH.solution.parent, tmp_path / "solutions" / CH.id)
+    monkeypatch.setattr(chapters, "SOLUTIONS", tmp_path / "solutions")
+    monkeypatch.setattr(chapters, "CHAPTERS", tmp_path / "chapters")
+    nb = nbformat.read(CH.solution, as_version=4)
+    at = 1 + max(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade"))
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell(WRITTEN, metadata={"nbgrader": {
+        "grade": True, "solution": True, "locked": False, "points": 1, "grade_id": "why-rows",
+        "schema_version": 3, "task": False}}))
+    nbformat.write(nb, CH.solution)
+    generate_student_version(CH, CH.student.parent)
+    released = nbformat.read(CH.student, as_version=4)
+    assert "Vectors are rows" not in nbformat.writes(released)  # the release holds no answer
+    student = solved(CH)
+    cell = next(c for c in student.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why-rows")
+    cell.source = "Because x holds one example per row."
+    write(student, tmp_path / "submitted", "1001", CH)
+    out = tmp_path / "out"
+    grade(tmp_path / "submitted", out, use_sandbox=sandbox.available() is None, secret=tmp_path / "secret")
+    (row,) = _rows(out / "grades.csv")
+    top = float(row["max_score"])
+    assert (float(row["score"]), row["status"]) == (top - 1, "graded (awaits manual grading)")
+
+    with Gradebook(f"sqlite:///{out / 'nbgrader' / 'gradebook.db'}") as gb:  # as formgrader's GradeHandler.put
+        written = gb.find_grade("why-rows", CH.id, CH.id, "1001")
+        written.manual_score, written.needs_manual_grade = 1.0, False
+        gb.db.commit()
+    export(out, "moodle")
+    (row,) = _rows(out / "grades.csv")
+    assert (float(row["score"]), row["status"]) == (top, "graded (graded by hand)")
+    assert _rows(out / "lms" / "moodle" / f"{CH.id}.csv")[0]["Grade"] == f"{top:g}"

@@ -1,0 +1,188 @@
+"""`python -m autograder edition`: the student edition holds no answer of a
+chapter that is not yet due, wherever an answer could hide, and still works."""
+
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import pytest
+from submissions import solution_sources, solved, write
+
+from autograder import edition
+from autograder.chapters import ROOT, all_chapters, get_chapter
+from autograder.release import exported_code
+from autograder.schedule import Schedule
+
+UTC = dt.timezone.utc
+ANSWER = re.compile(r"### BEGIN SOLUTION\n(.*?)\n[ \t]*### END SOLUTION", re.DOTALL)
+CHAPTERS = [ch for ch in all_chapters() if ch.student.is_file()]
+WEEK = dt.timedelta(days=7)
+START = dt.datetime(2026, 9, 21, 23, 59, tzinfo=UTC)
+SCHEDULE = Schedule(due={ch.id: START + i * WEEK for i, ch in enumerate(CHAPTERS)},
+                    extensions={("1001", CHAPTERS[2].id): dt.timedelta(days=2)})
+NOW = START + 2 * WEEK + dt.timedelta(days=3)  # chapters 0, 1 due; 2 due but extended for 1001 until +2 days
+
+
+def files(root):
+    return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("edition") / "student-edition"
+    due = edition.build_edition(dest, NOW, url="https://example.org/class/edition", git=True, schedule=SCHEDULE)
+    return dest, due
+
+
+def test_answers_only_of_the_chapters_already_due(built):
+    dest, due = built
+    assert due == [ch.id for ch in CHAPTERS[:3]]
+    refs = sorted(p.name for p in (dest / "course" / "reference").glob("*.py"))
+    assert refs == sorted(["__init__.py"] + [f"{ch.topic}.py" for ch in CHAPTERS[:3]])
+    for ch in CHAPTERS[:3]:
+        assert (dest / "course" / "reference" / f"{ch.topic}.py").read_text() == ch.reference_module.read_text()
+
+
+def test_no_answer_of_a_chapter_not_yet_due_anywhere(built):
+    dest, _ = built
+    assert edition.audit(dest, CHAPTERS[3:]) == []
+    tops = {p.parts[0] for p in files(dest)}
+    assert not tops & {"solutions", "tests", "benchmarks", "_build"}, tops
+    assert not [p for p in files(dest) if p.suffix == ".pyc" or "__pycache__" in p.parts]
+    # The checks are published as they are (the visible tests need their oracles; README says the
+    # oracles are public): for a one-line exercise the oracle is the answer. Everything else must not hold one.
+    checks = [p for p in files(dest) if p.parts[:2] == ("course", "checks")]
+    assert all((dest / p).read_bytes() == (ROOT / p).read_bytes() for p in checks)
+    everything = "\n".join((dest / p).read_text(errors="ignore") for p in files(dest) if p not in checks)
+    log = subprocess.run(["git", "log", "--all", "-p"], cwd=dest, capture_output=True, text=True,
+                         check=True).stdout
+    history = "\n".join(c for c in log.split("\ndiff --git a/") if not c.startswith("course/checks/"))
+    for ch in CHAPTERS[3:]:  # independently of the audit: no answer (between the markers) anywhere
+        for cell in nbformat.read(ch.solution, as_version=4).cells:
+            for block in ANSWER.findall(cell.source):
+                body = textwrap.dedent(block).strip()
+                assert body not in everything and body not in history, (ch.id, body[:80])
+        code = exported_code(nbformat.read(ch.solution, as_version=4)).strip()
+        assert code not in everything
+    for nb in (dest / "chapters").rglob("*.ipynb"):
+        assert "BEGIN HIDDEN TESTS" not in nb.read_text() and "BEGIN SOLUTION" not in nb.read_text()
+
+
+def test_published_schedule_and_settings(built):
+    dest, _ = built
+    schedule = (dest / "schedule.yml").read_text()
+    assert "1001" not in schedule and "extensions" not in schedule  # extensions name students
+    assert CHAPTERS[0].id in schedule
+    config = (dest / "_config.yml").read_text()
+    assert "https://example.org/class/edition" in config
+    assert all(f"chapters/{ch.id}/*" in config for ch in CHAPTERS[3:])
+    setup = nbformat.read(dest / CHAPTERS[0].student.relative_to(ROOT), as_version=4).cells[0].source
+    assert "git+https://example.org/class/edition" in setup
+
+
+@pytest.mark.parametrize(("plant", "found"), [("solution", "notes/"), ("reference", "course/reference/"),
+                                              ("mutant", "course/helpers.py"), ("output", "chapters/"),
+                                              ("history", "git history of leak.py"), ("pyc", ".pyc")])
+def test_the_audit_finds_a_planted_answer(built, tmp_path, plant, found):
+    """The audit is what `edition` runs before it finishes: it must find each kind of leak."""
+    src, _ = built
+    dest = tmp_path / "copy"
+    shutil.copytree(src, dest, symlinks=True)
+    ch = CHAPTERS[4]
+    answers = solution_sources(ch)
+    answer = max(answers.values(), key=len)
+    if plant == "solution":
+        shutil.copytree(ch.solution.parent, dest / "notes")
+    elif plant == "reference":
+        shutil.copy(ch.reference_module, dest / "course" / "reference")
+    elif plant == "mutant":  # an answer with one line changed, hidden in a helper
+        lines = answer.splitlines()
+        lines[-1] = lines[-1] + "  # off by one"
+        (dest / "course" / "helpers.py").write_text("\n".join(lines) + "\n")
+    elif plant == "output":
+        nb_path = dest / ch.student.relative_to(ROOT)
+        nb = nbformat.read(nb_path, as_version=4)
+        code = next(c for c in nb.cells if c.cell_type == "code")
+        code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=answer)]
+        nbformat.write(nb, nb_path)
+    elif plant == "history":  # committed once, deleted since: still in the branch's history
+        leak = dest / "leak.py"
+        leak.write_text(answer)
+        for step in (["add", "leak.py"], ["commit", "-qm", "leak"], ["rm", "-q", "leak.py"], ["commit", "-qm", "gone"]):
+            subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *step], cwd=dest, check=True)
+    elif plant == "pyc":
+        (dest / "course" / "__pycache__").mkdir()
+        (dest / "course" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
+    problems = edition.audit(dest, CHAPTERS[3:])
+    assert any(p.startswith(found) or found in p.split(":")[0] for p in problems), problems
+
+
+def test_extension_delays_the_answers(tmp_path):
+    ch = CHAPTERS[2].id
+    assert not SCHEDULE.is_due(ch, SCHEDULE.due[ch] + dt.timedelta(days=1))
+    assert SCHEDULE.is_due(ch, SCHEDULE.due[ch] + dt.timedelta(days=2))
+    due = edition.build_edition(tmp_path / "e", SCHEDULE.due[ch] + dt.timedelta(days=1), schedule=SCHEDULE)
+    assert ch not in due and not (tmp_path / "e" / "course" / "reference" / f"{CHAPTERS[2].topic}.py").exists()
+
+
+def test_next_edition_is_a_new_commit_with_the_next_answers(built, tmp_path):
+    src, _ = built
+    dest = tmp_path / "edition"
+    shutil.copytree(src, dest, symlinks=True)
+    later = NOW + WEEK
+    due = edition.build_edition(dest, later, git=True, schedule=SCHEDULE)
+    assert due == [ch.id for ch in CHAPTERS[:4]]
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=dest, capture_output=True, text=True, check=True)
+    assert len(log.stdout.splitlines()) == 2
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=dest, capture_output=True, text=True,
+                          check=True).stdout == ""
+
+
+def test_refuses_a_folder_that_is_not_an_edition(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("keep me")
+    with pytest.raises(SystemExit, match="holds no earlier edition"):
+        edition.build_edition(tmp_path / "mine", NOW, schedule=SCHEDULE)
+    with pytest.raises(SystemExit, match="outside the repository"):
+        edition.build_edition(ROOT / "build" / "edition", NOW, schedule=SCHEDULE)
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "keep me"
+
+
+def test_figures_of_chapters_not_due_are_prerendered(tmp_path, monkeypatch):
+    ch = CHAPTERS[-1]
+    nb = nbformat.read(ch.student, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "implemented_or_reference" in c.source)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
+                                                                  "text/plain": "<Figure>"})]
+    built_nb = tmp_path / "jupyter_execute" / "chapters" / ch.id / f"{ch.id}.ipynb"
+    built_nb.parent.mkdir(parents=True)
+    nbformat.write(nb, built_nb)
+    monkeypatch.setattr(edition, "EXECUTED", tmp_path / "jupyter_execute")
+    edition.build_edition(tmp_path / "e", NOW, schedule=SCHEDULE)
+    got = nbformat.read(tmp_path / "e" / ch.student.relative_to(ROOT), as_version=4)
+    same = next(c for c in got.cells if c.get("id") == cell.get("id"))
+    assert same.outputs[0]["data"]["image/png"] == "iVBORw0KGgo="
+
+
+@pytest.mark.slow
+def test_self_check_works_in_the_edition(built, tmp_path):
+    """A student's self-check runs on the edition's own `course` package."""
+    dest, _ = built
+    ch = get_chapter("00_introduction")
+    path = write(solved(ch), tmp_path, "me", ch)
+    env = {**os.environ, "PYTHONPATH": str(dest)}
+    proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(path)], cwd=dest, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    probe = ("import course, course.reference.introduction as r; print(course.__file__)\n"
+             f"import importlib.util as u; print(u.find_spec('course.reference.{CHAPTERS[3].topic}'))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0].startswith(str(dest)) and out[1] == "None"
+    assert json.loads((dest / ".student-edition").read_text())["answers_of"] == [c.id for c in CHAPTERS[:3]]
