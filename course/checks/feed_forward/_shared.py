@@ -1,0 +1,170 @@
+"""What chapter 7's checks share: random weights named the course's way, inputs and masks,
+PyTorch's twins (``nn.TransformerEncoderLayer`` / ``nn.TransformerEncoder`` with the weights
+copied in, run in float64) and the feed-forward network written out with knobs (`ffn64`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course.reference.add_norm import LayerNorm
+from course.reference.multi_head_attention import MultiHeadAttention
+
+from .. import kit
+from ..twins import load_twin, random_weights
+
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,                                        # exact: x * Phi(x), with erf
+    "gelu-tanh": lambda h: F.gelu(h, approximate="tanh"),  # the tanh approximation
+    "none": lambda h: h,
+}
+MASK_SHAPES = {"padding": "(batch, 1, seq)", "causal": "(seq, seq)", "full": "(batch, seq, seq)"}
+
+
+# ------------------------------------------------------- weights by name ---
+
+class _FFNLayout(nn.Module):
+    """linear1 and linear2 as the contract names them (only used to name and size random weights)."""
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+
+class _LayerLayout(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int) -> None:
+        super().__init__()
+        self.norm1, self.self_attn = LayerNorm(d_model), MultiHeadAttention(d_model, num_heads)
+        self.norm2, self.ffn = LayerNorm(d_model), _FFNLayout(d_model, d_ff)
+
+
+class _EncoderLayout(nn.Module):
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(_LayerLayout(d_model, num_heads, d_ff) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model)
+
+
+def ffn_weights(rng: np.random.Generator, d_model: int, d_ff: int) -> dict[str, torch.Tensor]:
+    return random_weights(_FFNLayout(d_model, d_ff), rng)
+
+
+def layer_weights(rng: np.random.Generator, d_model: int, num_heads: int, d_ff: int) -> dict[str, torch.Tensor]:
+    return random_weights(_LayerLayout(d_model, num_heads, d_ff), rng)
+
+
+def encoder_weights(rng: np.random.Generator, num_layers: int, d_model: int, num_heads: int,
+                    d_ff: int) -> dict[str, torch.Tensor]:
+    return random_weights(_EncoderLayout(num_layers, d_model, num_heads, d_ff), rng)
+
+
+# ------------------------------------------------------------ inputs ---
+
+def make_mask(rng: np.random.Generator, kind: str | None, b: int, n: int) -> torch.Tensor | None:
+    """An additive mask broadcastable to (b, n, n): padding (b, 1, n) with the first sequence
+    padded and every sequence at least one position long, causal (n, n), or any finite values
+    (b, n, n)."""
+    if kind is None:
+        return None
+    if kind == "padding":
+        lengths = [max(n - 1 - int(rng.integers(0, max(n // 2, 1))), 1), n,
+                   *rng.integers(1, n + 1, size=max(b - 2, 0)).tolist()][:b]
+        return kit.padding_mask(lengths, n)
+    if kind == "causal":
+        return kit.causal_mask(n)
+    return torch.from_numpy(rng.uniform(-3, 0, size=(b, n, n)).astype(np.float32))
+
+
+def mask_label(kind: str | None) -> str:
+    return f", {kind} mask {MASK_SHAPES[kind]}" if kind else ""
+
+
+def heads_mask(mask: torch.Tensor | None, b: int, n: int, h: int) -> torch.Tensor | None:
+    """The additive mask in nn.MultiheadAttention's layout, (b * h, n, n) batch-major, float64."""
+    if mask is None:
+        return None
+    return mask.double().expand(b, n, n).repeat_interleave(h, dim=0)
+
+
+# ------------------------------------------------------------- twins ---
+
+def twin_layer(d_model: int, num_heads: int, d_ff: int, weights: dict[str, torch.Tensor],
+               activation: str = "relu") -> nn.TransformerEncoderLayer:
+    """PyTorch's pre-LN encoder layer in float64, with the course-named `weights` copied in."""
+    twin = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=d_ff, dropout=0.0, activation=activation,
+                                      batch_first=True, norm_first=True, dtype=torch.float64)
+    return load_twin(twin, weights)
+
+
+def twin_encoder(num_layers: int, d_model: int, num_heads: int, d_ff: int,
+                 weights: dict[str, torch.Tensor]) -> nn.TransformerEncoder:
+    layer = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=d_ff, dropout=0.0, batch_first=True,
+                                       norm_first=True, dtype=torch.float64)
+    twin = nn.TransformerEncoder(layer, num_layers, norm=nn.LayerNorm(d_model, dtype=torch.float64),
+                                 enable_nested_tensor=False)
+    return load_twin(twin, weights)
+
+
+def run_twin(twin: nn.Module, x: torch.Tensor, mask: torch.Tensor | None, kind: str | None,
+             num_heads: int) -> torch.Tensor:
+    """The twin on x in float64, cast back to float32. A padding mask goes in as PyTorch's
+    boolean ``src_key_padding_mask`` (True = padding), any other mask as a float additive mask.
+    Gradients stay on, which keeps PyTorch off its fused inference path: the plain path is the
+    one documented."""
+    b, n = x.shape[0], x.shape[1]
+    kwargs: dict[str, Any] = {}
+    if kind == "padding":
+        kwargs["src_key_padding_mask"] = torch.isinf(mask[:, 0, :])
+    elif mask is not None:
+        kwargs["mask" if isinstance(twin, nn.TransformerEncoder) else "src_mask"] = heads_mask(mask, b, n, num_heads)
+    with torch.enable_grad():
+        out = twin(x.double(), **kwargs)
+    return out.detach().float()
+
+
+# ------------------------------------------------------ the FFN written out ---
+
+def ffn64(x: torch.Tensor, w: dict[str, torch.Tensor], *, act: str = "relu", where: str = "between",
+          bias: bool = True, prefix: str = "") -> torch.Tensor:
+    """act(x W1^T + b1) W2^T + b2 in float64. Knobs: the activation (`ACTIVATIONS`), `where` it goes
+    ('between' the linears, 'after' the second, 'both'), the biases dropped."""
+    f = ACTIVATIONS[act]
+    p = {k.removeprefix(prefix): v.double() for k, v in w.items() if k.startswith(prefix)}
+    b1, b2 = (p["linear1.bias"], p["linear2.bias"]) if bias else (0.0, 0.0)
+    h = x.double() @ p["linear1.weight"].T + b1
+    if where in ("between", "both"):
+        h = f(h)
+    out = h @ p["linear2.weight"].T + b2
+    return f(out) if where in ("after", "both") else out
+
+
+# ------------------------------------------------------ parameter tables ---
+
+PARAMS, COUNT = "parameters (name: shape, dtype)", "number of parameters"
+
+
+def layer_table(d: int, d_ff: int, prefix: str = "", *, norm2: bool = True) -> dict[str, tuple]:
+    """{name: (shape, 'float32')} of an EncoderLayer(d, h, d_ff) (the number of heads does not show)."""
+    shapes = {"norm1.gamma": (d,), "norm1.beta": (d,)}
+    for w in ("W_q", "W_k", "W_v", "W_o"):
+        shapes |= {f"self_attn.{w}.weight": (d, d), f"self_attn.{w}.bias": (d,)}
+    if norm2:
+        shapes |= {"norm2.gamma": (d,), "norm2.beta": (d,)}
+    shapes |= {"ffn.linear1.weight": (d_ff, d), "ffn.linear1.bias": (d_ff,), "ffn.linear2.weight": (d, d_ff),
+               "ffn.linear2.bias": (d,)}
+    return {prefix + name: (shape, "float32") for name, shape in shapes.items()}
+
+
+def count(table: dict[str, tuple]) -> int:
+    return sum(int(np.prod(shape)) for shape, _ in table.values())
+
+
+def report(module: nn.Module) -> dict:
+    """A module's parameter table (sorted by name) and its number of parameters."""
+    return {PARAMS: dict(sorted(kit.parameter_table(module).items())),
+            COUNT: sum(p.numel() for p in module.parameters())}

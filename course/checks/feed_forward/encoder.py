@@ -1,0 +1,182 @@
+"""7.4: the `Encoder`, num_layers pre-LN layers and a final LayerNorm: its forward pass against
+``nn.TransformerEncoder`` (the layers of `encoder_layer`'s twin and a final ``nn.LayerNorm``) with the
+weights copied in, including the outputs on permuted positions (they must be the outputs, permuted
+the same way), and a new encoder's parameters (none depends on the sequence length). Mistakes are
+`_stacked`, the stack recomposed from the twin's own layers with knobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import kit
+from ..framework import Case, Check, Mistake, register
+from ..kit import randn, variant
+from ._shared import (
+    COUNT,
+    PARAMS,
+    count,
+    encoder_weights,
+    heads_mask,
+    layer_table,
+    make_mask,
+    mask_label,
+    report,
+    run_twin,
+    twin_encoder,
+)
+
+_LAYOUT = ("The encoder holds layers, an nn.ModuleList of num_layers EncoderLayer(d_model, num_heads, d_ff, dropout), "
+           "and norm, a final LayerNorm(d_model)")
+_OUT, _PERM = "output", "output on the positions permuted"
+
+
+def _permuted(x: torch.Tensor, mask: torch.Tensor | None, perm: torch.Tensor) -> tuple:
+    """x and its mask with the positions reordered by `perm` (keys, and queries where the mask has them)."""
+    if mask is not None:
+        mask = mask[..., perm] if mask.shape[-2] == 1 else mask[..., perm, :][..., perm]
+    return x[:, perm], mask
+
+
+def _case(rng: np.random.Generator, *, N: int, b: int, n: int, d: int, h: int, d_ff: int,
+          mask: str | None = None) -> Case:
+    x = randn(rng, b, n, d)
+    m = make_mask(rng, mask, b, n)
+    perm = torch.from_numpy(rng.permutation(n))
+    label = f"Encoder({N}, {d}, {h}, {d_ff}), x {kit.shape_of(x)}{mask_label(mask)}, and the same with positions permuted"
+    meta = {"init": (N, d, h, d_ff), "kind": mask, "perm": perm, "weights": encoder_weights(rng, N, d, h, d_ff)}
+    return Case(label, (x,), {} if m is None else {"mask": m}, meta=meta)
+
+
+def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [dict(N=2, b=2, n=4, d=8, h=2, d_ff=32, mask="padding")] if not hidden else [
+        dict(N=3, b=3, n=5, d=8, h=2, d_ff=32, mask="padding"), dict(N=1, b=2, n=6, d=12, h=3, d_ff=24),
+        dict(N=2, b=2, n=7, d=16, h=4, d_ff=64, mask="causal"), dict(N=4, b=2, n=5, d=8, h=4, d_ff=16, mask="padding"),
+        dict(N=2, b=3, n=6, d=6, h=2, d_ff=12, mask="full")]
+    return [_case(rng, **s) for s in specs]
+
+
+def _run(cls: Any, case: Case) -> Any:
+    module = kit.build(cls, *case.meta["init"])
+    kit.load_weights(module, case.meta["weights"], _LAYOUT)
+    perm = case.meta["perm"]
+
+    def both(m: nn.Module, x: torch.Tensor, mask: torch.Tensor | None) -> dict:
+        xp, mp = _permuted(x, mask, perm)
+        if mask is None:
+            return {_OUT: m(x), _PERM: m(xp)}
+        return {_OUT: m(x, mask=mask), _PERM: m(xp, mask=mp)}
+
+    return kit.run_modes(module, both, case.args[0], case.kwargs.get("mask"))
+
+
+def _twin(case: Case) -> nn.TransformerEncoder:
+    return twin_encoder(*case.meta["init"], case.meta["weights"])
+
+
+def _torch_encoder(case: Case) -> Any:
+    """nn.TransformerEncoder (pre-LN layers, a final nn.LayerNorm), float64, the weights copied in;
+    on the permuted positions, its output permuted."""
+    out = run_twin(_twin(case), case.args[0], case.kwargs.get("mask"), case.meta["kind"], case.meta["init"][2])
+    return kit.both_modes({_OUT: out, _PERM: out[:, case.meta["perm"]]})
+
+
+def _stacked(case: Case, *, final_norm: bool = True, reuse_first: bool = False, masked: bool = True,
+             norm_each: bool = False, reverse: bool = False, causal: bool = False) -> Any:
+    """The stack recomposed from the twin's own layers, on x and on the permuted x. Knobs: no final norm,
+    the first layer reused num_layers times, the mask not passed on, the final norm after every layer,
+    the layers in reverse order, a causal mask added."""
+    twin, h = _twin(case), case.meta["init"][2]
+    layers = list(twin.layers)
+    layers = [layers[0]] * len(layers) if reuse_first else layers[::-1] if reverse else layers
+
+    def run(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        b, n = x.shape[0], x.shape[1]
+        m = heads_mask(mask, b, n, h) if masked else None
+        if causal:
+            m = (0 if m is None else m) + kit.causal_mask(n).double()
+        x = x.double()
+        with torch.enable_grad():
+            for layer in layers:
+                x = layer(x, src_mask=m)
+                x = twin.norm(x) if norm_each else x
+            x = twin.norm(x) if final_norm and not norm_each else x
+        return x.detach().float()
+
+    x, mask = case.args[0], case.kwargs.get("mask")
+    return kit.both_modes({_OUT: run(x, mask), _PERM: run(*_permuted(x, mask, case.meta["perm"]))})
+
+
+_MISTAKES = [
+    Mistake("Did you forget the final LayerNorm? A pre-LN stack never normalises its residual stream, so the "
+            "encoder ends with one: return self.norm(x) after the last layer (chapter 6).",
+            variant(_stacked, final_norm=False)),
+    Mistake("Did you run the same layer num_layers times? Each layer has its own weights: loop over self.layers "
+            "(an nn.ModuleList of num_layers separate EncoderLayers).", variant(_stacked, reuse_first=True)),
+    Mistake("Did you pass the mask on to every layer? x = layer(x, mask).", variant(_stacked, masked=False)),
+    Mistake("Did you apply the final norm after every layer? In a pre-LN stack the stream is normalised once, "
+            "after the last layer.", variant(_stacked, norm_each=True)),
+    Mistake("Did you run the layers in reverse order? self.layers[0] is the bottom layer, applied first.",
+            variant(_stacked, reverse=True)),
+    Mistake("Did you add a causal mask? An encoder is bidirectional: every position sees every other one, except "
+            "where the given mask hides keys (its output on permuted positions is its output, permuted).",
+            variant(_stacked, causal=True)),
+]
+
+# ------------------------------------------------------------- layers ---
+
+_AFTER = "number of parameters after sequences of 3 and 11 positions"
+_P = "dropout probability of each layer"
+
+
+def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [(2, 8, 2, 32, None), (3, 6, 3, 10, 0.1)] if not hidden else [
+        (1, 16, 4, 64, None), (4, 12, 3, 7, 0.2), (6, 64, 8, 256, 0.1), (2, 4, 1, 16, 0.3)]
+    return [Case(f"a new Encoder({N}, {d}, {h}, {f}" + ("" if p is None else f", dropout={p}") + ")",
+                 meta={"init": (N, d, h, f), "dropout": p, "x": [randn(rng, 1, n, d) for n in (3, 11)]})
+            for N, d, h, f, p in specs]
+
+
+def _report(cls: Any, case: Case) -> dict:
+    p = case.meta["dropout"]
+    module = kit.build(cls, *case.meta["init"]) if p is None else kit.build(cls, *case.meta["init"], dropout=p)
+    before = report(module)
+    with torch.no_grad():
+        for x in case.meta["x"]:
+            module(x)
+    return {**before, _AFTER: report(module)[COUNT], _P: [layer.dropout.p for layer in module.layers]}
+
+
+def _layers(case: Case, *, shared: bool = False, final_norm: bool = True, p: bool = True) -> dict:
+    N, d, _, f = case.meta["init"]
+    table = {}
+    for i in range(1 if shared else N):
+        table |= layer_table(d, f, f"layers.{i}.")
+    if final_norm:
+        table |= {"norm.gamma": ((d,), "float32"), "norm.beta": ((d,), "float32")}
+    return {PARAMS: dict(sorted(table.items())), COUNT: count(table), _AFTER: count(table),
+            _P: [(case.meta["dropout"] or 0.0) if p else 0.0] * N}
+
+
+_LAYER_MISTAKES = [
+    Mistake("Did you put one layer object in the list num_layers times ([layer] * num_layers)? They then share "
+            "their weights: create a new EncoderLayer for each entry.", variant(_layers, shared=True)),
+    Mistake("Did you forget the final LayerNorm? self.norm = LayerNorm(d_model), applied after the last layer.",
+            variant(_layers, final_norm=False)),
+    Mistake("Did you pass dropout on to the layers? EncoderLayer(d_model, num_heads, d_ff, dropout).",
+            variant(_layers, p=False)),
+]
+
+register(
+    __name__,
+    Check(name="encoder", cases=_cases, expected=_torch_encoder, call=_run, mistakes=_MISTAKES,
+          hint="forward(x, mask=None): x = layer(x, mask) for each layer in self.layers, bottom first, then return "
+               "self.norm(x). If your EncoderLayer fails its tests, fix it first. With dropout=0 training and eval "
+               "mode must agree: if only key 'train' differs, your encoder behaves differently in training mode."),
+    Check(name="encoder_parameters", cases=_layer_cases, expected=_layers, call=_report, mistakes=_LAYER_MISTAKES,
+          hint="layers = nn.ModuleList of num_layers new EncoderLayer(d_model, num_heads, d_ff, dropout), norm = "
+               "LayerNorm(d_model), nothing else with parameters, and nothing created in forward."),
+)
