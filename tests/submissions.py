@@ -66,9 +66,27 @@ def solved(ch: Chapter) -> nbformat.NotebookNode:
 
 
 def mutated(ch: Chapter, m: Mutant) -> nbformat.NotebookNode:
+    """The released notebook answered with the solution, but for the mutant's cell; without
+    the chapter's demonstrations (`lean`): a mutant is graded only on what the tests see."""
     answers = solution_sources(ch)
     answers[m.cell] = apply_edits(answers[m.cell], m.edits, m.name)
-    return student_notebook(ch, answers)
+    return lean(student_notebook(ch, answers))
+
+
+def lean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """`nb` without the code cells that are neither nbgrader's (setup, answers, tests) nor
+    imports only: figures and demonstrations, which take most of a notebook's run time."""
+    def kept(cell: nbformat.NotebookNode) -> bool:
+        if cell.cell_type != "code" or "nbgrader" in cell.metadata:
+            return True
+        try:
+            body = ast.parse(cell.source).body
+        except SyntaxError:
+            return False
+        return bool(body) and all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body)
+
+    nb.cells = [c for c in nb.cells if kept(c)]
+    return nb
 
 
 def write(nb: nbformat.NotebookNode, submissions: Path, student: str, ch: Chapter) -> Path:
