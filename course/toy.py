@@ -24,6 +24,19 @@ Pieces, all seeded and CPU-friendly:
   and gives ``.accuracy``, ``.attention_maps(example)``, ``.predict(example)``.
 * `plot_attention(weights, tokens_in, tokens_out)`: one map as a heat map.
 
+And a decoder-only version of the task, for the decoding demos (chapter 9):
+
+* `LM_VOCAB`: the same tokens plus a separator ``<sep>`` (id 3).
+* `reversal_lm_batch(batch_size, length, ...)`: sequences ``<bos> digits <sep>
+  reversed digits <eos>`` (padded), and which positions the loss counts: only
+  the continuation after ``<sep>``, since the prompt's digits are random.
+* `ToyLM`: embedding + positions -> `num_layers` pre-LN blocks (chapter 7's
+  ``EncoderLayer`` under a causal mask: a decoder without cross-attention)
+  -> final LayerNorm -> linear to the vocabulary. ``next_token_logits(ids)``
+  gives the logits of the token after each row of ``ids``.
+* `train_toy_lm(...)` -> `TrainedLM`: trains it in a few seconds on a CPU;
+  ``.prompt("3141")`` builds the prompt ``<bos> 3 1 4 1 <sep>``.
+
 Example::
 
     toy = train_reversal(seed=0)
@@ -46,14 +59,19 @@ from course.reference.embedding import Embedding
 from course.reference.positional_encoding import PositionalEncoding
 
 __all__ = [
+    "LM_VOCAB",
     "VOCAB",
     "ReversalBatch",
     "ToyAttentionModel",
+    "ToyLM",
+    "TrainedLM",
     "TrainedToy",
     "Vocab",
     "plot_attention",
     "reversal_batch",
+    "reversal_lm_batch",
     "train_reversal",
+    "train_toy_lm",
 ]
 
 
@@ -85,6 +103,11 @@ class Vocab:
         return self.specials.index("<eos>")
 
     @property
+    def sep(self) -> int:
+        """The separator's id (a vocabulary without ``<sep>`` raises ValueError)."""
+        return self.specials.index("<sep>")
+
+    @property
     def first_symbol(self) -> int:
         return len(self.specials)
 
@@ -104,6 +127,7 @@ class Vocab:
 
 
 VOCAB = Vocab()
+LM_VOCAB = Vocab(specials=("<pad>", "<bos>", "<eos>", "<sep>"))
 
 
 @dataclass
@@ -275,3 +299,117 @@ def plot_attention(weights: torch.Tensor, tokens_in: Sequence[str], tokens_out: 
     if title:
         ax.set_title(title)
     return ax
+
+
+# ------------------------------------------------ decoder-only version ---
+
+def reversal_lm_batch(batch_size: int, length: int, *, min_length: int | None = None,
+                      generator: torch.Generator | None = None,
+                      vocab: Vocab = LM_VOCAB) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, counted), both (batch, 2 * length + 3): rows ``<bos> s <sep> reversed(s) <eos>`` then
+    padding, and a bool mask of the positions whose *next* token the loss counts (from ``<sep>`` to
+    the token before ``<eos>``: the model is asked for the continuation, never for the random prompt)."""
+    batch = reversal_batch(batch_size, length, min_length=min_length, generator=generator, vocab=vocab)
+    total = 2 * length + 3
+    ids = torch.full((batch_size, total), vocab.pad)
+    counted = torch.zeros(batch_size, total, dtype=torch.bool)
+    for b, n in enumerate(batch.lengths.tolist()):
+        row = [vocab.bos, *batch.src[b, :n].tolist(), vocab.sep, *batch.tgt[b, :n].tolist(), vocab.eos]
+        ids[b, :len(row)] = torch.tensor(row)
+        counted[b, n + 1:2 * n + 2] = True  # predicting the tokens after <sep> (the last one: <eos>)
+    return ids, counted
+
+
+class ToyLM(nn.Module):
+    """A decoder-only language model: ids (batch, t) -> logits (batch, t, |V|).
+
+    embedding (chapter 2) + sinusoidal positions (chapter 3) -> `num_layers` pre-LN blocks
+    (chapter 7's ``EncoderLayer``; under a causal mask each position sees only itself and the
+    past) -> a final LayerNorm (chapter 6) -> ``output``, a linear layer to the vocabulary.
+    Attributes: embedding, positions (its ``pe`` buffer is (max_len, d_model)), layers, norm, output.
+    """
+
+    def __init__(self, vocab: Vocab = LM_VOCAB, d_model: int = 32, num_heads: int = 2, d_ff: int = 64,
+                 num_layers: int = 2, max_len: int = 64) -> None:
+        super().__init__()
+        from course.reference.add_norm import LayerNorm
+        from course.reference.feed_forward import EncoderLayer
+
+        self.vocab = vocab
+        self.embedding = Embedding(vocab.size, d_model)
+        self.positions = PositionalEncoding(d_model, max_len=max_len)
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model)
+        self.output = nn.Linear(d_model, vocab.size)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        t = ids.shape[1]
+        causal = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        x = self.positions(self.embedding(ids))
+        for layer in self.layers:
+            x = layer(x, causal)
+        return self.output(self.norm(x))
+
+    @torch.no_grad()
+    def next_token_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (batch, t) -> the logits of the token that follows each row, (batch, |V|)."""
+        return self(ids)[:, -1]
+
+
+@dataclass
+class TrainedLM:
+    """A trained `ToyLM` with what the decoding demos need."""
+
+    model: ToyLM
+    length: int
+    accuracy: float           # greedy next-token accuracy on held-out continuations (teacher forcing)
+    seconds: float
+    losses: list[float] = field(default_factory=list)
+
+    @property
+    def vocab(self) -> Vocab:
+        return self.model.vocab
+
+    def prompt(self, digits: str) -> torch.Tensor:
+        """``"3141"`` -> the prompt ``<bos> 3 1 4 1 <sep>`` as ids of shape (1, len + 2)."""
+        return torch.tensor([[self.vocab.bos, *self.vocab.encode(digits), self.vocab.sep]])
+
+    def next_token_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        self.model.eval()
+        return self.model.next_token_logits(ids)
+
+
+def train_toy_lm(*, length: int = 6, min_length: int = 2, d_model: int = 32, num_heads: int = 2,
+                 d_ff: int = 64, num_layers: int = 2, steps: int = 400, batch_size: int = 64,
+                 lr: float = 3e-3, seed: int = 0, vocab: Vocab = LM_VOCAB) -> TrainedLM:
+    """Train a `ToyLM` to continue ``<bos> s <sep>`` with ``reversed(s) <eos>`` (s: `min_length`
+    to `length` digits) by next-token prediction with teacher forcing; CPU, a few seconds."""
+    torch.manual_seed(seed)
+    model = ToyLM(vocab, d_model, num_heads, d_ff, num_layers, max_len=max(64, 2 * length + 3))
+    data = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    model.train()
+    try:
+        for _ in range(steps):
+            ids, counted = reversal_lm_batch(batch_size, length, min_length=min_length, generator=data,
+                                             vocab=vocab)
+            logits = model(ids[:, :-1])             # predict token i + 1 from tokens 0 .. i
+            loss = F.cross_entropy(logits[counted[:, :-1]], ids[:, 1:][counted[:, :-1]])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    finally:
+        seconds = time.perf_counter() - start
+        torch.set_num_threads(threads)
+    model.eval()
+    with torch.no_grad():
+        ids, counted = reversal_lm_batch(500, length, min_length=min_length,
+                                         generator=torch.Generator().manual_seed(seed + 10_000), vocab=vocab)
+        right = model(ids[:, :-1]).argmax(dim=-1) == ids[:, 1:]
+        accuracy = right[counted[:, :-1]].float().mean().item()
+    return TrainedLM(model, length, accuracy, seconds, losses)

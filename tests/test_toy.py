@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import torch
 
-from course.toy import VOCAB, plot_attention, reversal_batch, train_reversal
+from course.toy import (
+    LM_VOCAB,
+    VOCAB,
+    ToyLM,
+    plot_attention,
+    reversal_batch,
+    reversal_lm_batch,
+    train_reversal,
+    train_toy_lm,
+)
 
 
 def test_vocab_round_trip_and_specials():
@@ -59,3 +68,33 @@ def test_same_seed_same_run_and_custom_attention():
 
     plain = train_reversal(lambda d: Plain(d), steps=5)
     assert plain.attention_maps("1234").shape == (4, 4)
+
+
+def test_lm_batch_layout_and_counted_positions():
+    ids, counted = reversal_lm_batch(8, 5, min_length=2, generator=torch.Generator().manual_seed(4))
+    again, _ = reversal_lm_batch(8, 5, min_length=2, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(ids, again) and ids.shape == counted.shape == (8, 13) and ids.dtype == torch.int64
+    for row, mask in zip(ids.tolist(), counted):
+        n = row.index(LM_VOCAB.sep) - 1
+        digits, rest = row[1:n + 1], row[n + 2:]
+        assert row[0] == LM_VOCAB.bos and rest[:n] == digits[::-1] and rest[n] == LM_VOCAB.eos
+        assert all(t == LM_VOCAB.pad for t in rest[n + 1:])
+        assert mask.nonzero().flatten().tolist() == list(range(n + 1, 2 * n + 2))  # from <sep> to the last digit
+    assert LM_VOCAB.sep == 3 and VOCAB.size == 13 and LM_VOCAB.size == 14
+
+
+def test_toy_lm_is_causal_and_learns_to_reverse():
+    model = ToyLM()
+    ids = torch.randint(0, LM_VOCAB.size, (2, 9))
+    changed = ids.clone()
+    changed[:, 6:] = (changed[:, 6:] + 1) % LM_VOCAB.size
+    with torch.no_grad():  # a future token never changes an earlier position's logits
+        assert torch.allclose(model(ids)[:, :6], model(changed)[:, :6], atol=1e-5)
+    assert model.next_token_logits(ids).shape == (2, LM_VOCAB.size)
+    lm = train_toy_lm(seed=0)
+    assert lm.accuracy > 0.99 and lm.seconds < 15
+    seq = lm.prompt("31415")
+    for _ in range(6):
+        seq = torch.cat([seq, lm.next_token_logits(seq).argmax(-1, keepdim=True)], dim=1)
+    assert LM_VOCAB.decode(seq[0, 7:], keep_specials=True) == "51413<eos>"
+    assert train_toy_lm(seed=1, steps=5).losses == train_toy_lm(seed=1, steps=5).losses

@@ -1,0 +1,250 @@
+"""9.3 the top-k and top-p filters, 9.4 sample (exact draws, and the distribution over many draws)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
+from ..kit import describe, raises, randn, variant
+from ._shared import mass_above, oracle_probs, oracle_top_k, oracle_top_p
+
+# ------------------------------------------------------- 9.3 the filters ---
+
+def _with_ties(rng: np.random.Generator, x: torch.Tensor, k: int) -> torch.Tensor:
+    """Give each row's (k+1)-th largest logit the value of its k-th: a tie across the boundary."""
+    x = x.clone()
+    order = x.sort(dim=-1, descending=True).indices
+    kth = x.gather(-1, order[..., k - 1:k])
+    return x.scatter(-1, order[..., k:k + 1], kth)
+
+
+def _topk_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [((2, 6), 2, ""), ((1, 5), 1, "tie"), ((2, 4), 4, ""), ((2, 5), 0, "")] if not hidden else [
+        ((3, 10), 3, ""), ((12,), 5, ""), ((2, 3, 8), 2, ""), ((4, 9), 1, ""), ((3, 7), 3, "tie"), ((2, 6), 6, ""),
+        ((2, 5), 9, ""), ((3, 8), 4, "float64"), ((2, 3, 7), 2, "tie"), ((2, 6), -1, ""), ((5, 11), 10, "")]
+    cases = []
+    for shape, k, kind in specs:
+        x = randn(rng, *shape) * 2
+        if kind == "tie":
+            x = _with_ties(rng, x, k)
+        if kind == "float64":
+            x = x.double()
+        note = {"tie": ", a tie between the k-th and (k+1)-th largest", "float64": ", float64", "": ""}[kind]
+        cases.append(Case(describe(logits=x) + f", k={k}" + note, (x, k)))
+    return cases
+
+
+def _topk(case: Case, **knobs: Any) -> Any:
+    x, k = case.args
+    if k < 1:
+        return raises("k must be at least 1")
+    if knobs.get("extra", 0) < 0 and k == 1:
+        return NOT_APPLICABLE
+    return oracle_top_k(x, k, **knobs)
+
+
+def _filter_probs(oracle: Any) -> Any:
+    """A filter that renormalised: returned the kept tokens' log-probabilities instead of their logits."""
+    def output(case: Case) -> Any:
+        out = oracle(case)
+        return torch.log_softmax(out, dim=-1) if isinstance(out, torch.Tensor) else NOT_APPLICABLE
+    return output
+
+
+def _margin_ok(x: torch.Tensor, p: float, margin: float = 2e-3) -> bool:
+    """No cumulative mass (with ties counted together) within `margin` of p, and no NaN trouble."""
+    probs, above = mass_above(x)
+    return bool(((above - p).abs() > margin).all() and ((above + probs - p).abs() > margin).all())
+
+
+def _topp_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [((2, 6), 0.5, ""), ((1, 5), 0.7, "tie"), ((2, 5), 1.0, ""), ((2, 4), 0.0, "")] if not hidden else [
+        ((3, 10), 0.9, ""), ((12,), 0.6, ""), ((2, 3, 8), 0.75, ""), ((4, 9), 0.02, ""), ((3, 7), 0.5, "tie"),
+        ((2, 6), 1.0, ""), ((3, 8), 0.8, "float64"), ((2, 3, 7), 0.4, "tie"), ((2, 6), 1.5, ""), ((2, 5), -0.1, ""),
+        ((5, 11), 0.95, "")]
+    cases = []
+    for shape, p, kind in specs:
+        for _ in range(200):  # redraw until no cumulative mass sits on the boundary p
+            x = randn(rng, *shape) * 1.5
+            if kind == "tie":  # tie the token that crosses p with the next one
+                probs, above = mass_above(x)
+                flat = x.reshape(-1, shape[-1]).clone()
+                for r, (pr, ab) in enumerate(zip(probs.reshape(-1, shape[-1]), above.reshape(-1, shape[-1]))):
+                    crossing = int(torch.where(ab < p, pr, torch.full_like(pr, 2.0)).argmin())
+                    below = torch.where(pr < pr[crossing], pr, torch.full_like(pr, -1.0))
+                    if below.max() > 0:
+                        flat[r, int(below.argmax())] = flat[r, crossing]
+                x = flat.reshape(shape)
+            if not 0 < p < 1 or _margin_ok(x, p):
+                break
+        if kind == "float64":
+            x = x.double()
+        note = {"tie": ", the token that crosses p tied with the next", "float64": ", float64", "": ""}[kind]
+        cases.append(Case(describe(logits=x) + f", p={p:g}" + note, (x, p)))
+    return cases
+
+
+def _topp(case: Case, **knobs: Any) -> Any:
+    x, p = case.args
+    if not 0 < p <= 1:
+        return raises("p must be in (0, 1]")
+    if p == 1 and knobs:
+        return NOT_APPLICABLE
+    out = oracle_top_p(x, p, **knobs)
+    if knobs.get("rule") == "exclusive" and torch.isneginf(out).all(dim=-1).any():
+        return NOT_APPLICABLE  # that code may well raise or give NaN: the general hint speaks
+    return out
+
+
+def _topp_order(case: Case) -> Any:
+    """Ties broken by sort order: exactly the ranks whose mass before them is < p."""
+    x, p = case.args
+    if not 0 < p < 1:
+        return NOT_APPLICABLE
+    probs = torch.softmax(x.double(), dim=-1)
+    sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)
+    keep_sorted = (sorted_probs.cumsum(-1) - sorted_probs) < p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return torch.where(keep, x, torch.full_like(x, float("-inf")))
+
+
+_ZERO = ("Did you set the removed logits to 0? 0 is an ordinary logit: the softmax would still give those tokens "
+         "probability. Use float('-inf'), so that they get exactly 0 and the kept tokens share all the mass.")
+_RENORM = ("Did you return log-probabilities (renormalised)? The filter returns the kept logits unchanged and -inf "
+           "elsewhere; the softmax in sample renormalises.")
+
+# ------------------------------------------------------------ 9.4 sample ---
+
+def _sample_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [((4, 6), 1.0, None, None), ((3, 8), 0.5, 3, None), ((3, 7), 2.0, None, 0.8), ((3, 5), 0.0, None, None),
+             ((2, 5), -1.0, None, None)] if not hidden else [
+        ((6, 9), 1.0, None, None), ((5, 12), 0.7, 4, None), ((4, 10), 1.5, None, 0.6), ((5, 8), 0.8, 3, 0.7),
+        ((4, 7), 0.0, None, None), ((3, 6), 0.0, 2, 0.5), ((8, 11), 3.0, 20, 1.0), ((4, 6), -0.5, None, None),
+        ((1, 13), 0.3, None, 0.9)]
+    cases = []
+    for i, (shape, t, k, p) in enumerate(specs):
+        x = randn(rng, *shape) * 1.5
+        if t == 0:
+            x[0, 1] = x[0, 3] = x[0].max() + 1  # a tie for the maximum: the lowest id wins
+        kw = {"temperature": t} | ({"top_k": k} if k is not None else {}) | ({"top_p": p} if p is not None else {})
+        cases.append(Case(describe(logits=x) + ", " + ", ".join(f"{n}={v}" for n, v in kw.items()) +
+                          (", a tie for the largest logit" if t == 0 else ""), (x,), kw,
+                          meta={"seed": int(rng.integers(2**31))}))
+    return cases
+
+
+def _sample_call(fn: Any, case: Case) -> Any:
+    return fn(*case.args, **case.kwargs, generator=torch.Generator().manual_seed(case.meta["seed"]))
+
+
+def _draw(case: Case, **knobs: Any) -> Any:
+    x = case.args[0]
+    t, k, p = case.kwargs["temperature"], case.kwargs.get("top_k"), case.kwargs.get("top_p")
+    if t < 0:
+        return raises("temperature must be >= 0")
+    if t == 0:
+        return NOT_APPLICABLE if knobs else x.argmax(dim=-1)
+    probs = oracle_probs(x, t, k, p, **knobs).float()
+    return torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(case.meta["seed"]))[:, 0]
+
+
+def _temperature_zero_divides(case: Case) -> Any:
+    if case.kwargs["temperature"] != 0:
+        return NOT_APPLICABLE
+    raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+
+
+DRAWS = 4000
+
+
+def _dist_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [(0.5, None, None), (1.0, 3, None), (1.0, None, 0.6)] if not hidden else [
+        (2.0, None, None), (0.7, 4, None), (1.3, None, 0.75), (1.0, 2, 0.9), (0.5, None, 0.9), (1.0, 6, None)]
+    cases = []
+    for t, k, p in specs:
+        base = torch.linspace(2.0, -1.5, 8)[torch.from_numpy(rng.permutation(8))]  # well separated logits
+        kw = {"temperature": t} | ({"top_k": k} if k is not None else {}) | ({"top_p": p} if p is not None else {})
+        cases.append(Case(f"{DRAWS} draws from logits {[round(v, 2) for v in base.tolist()]}, " +
+                          ", ".join(f"{n}={v}" for n, v in kw.items()), (base,), kw,
+                          meta={"seed": int(rng.integers(2**31))}))
+    return cases
+
+
+def _draws(fn: Any, case: Case) -> torch.Tensor:
+    """DRAWS rows of the same logits, sampled in one call."""
+    x = case.args[0]
+    return fn(x.expand(DRAWS, -1).clone(), **case.kwargs, generator=torch.Generator().manual_seed(case.meta["seed"]))
+
+
+def _dist_call(fn: Any, case: Case) -> torch.Tensor:
+    """The frequency of each token over DRAWS draws."""
+    draws = _draws(fn, case).reshape(-1).long().clamp(0, len(case.args[0]) - 1)
+    return torch.bincount(draws, minlength=len(case.args[0])).double() / DRAWS
+
+
+def _support_call(fn: Any, case: Case) -> int:
+    """How many of DRAWS draws are tokens the temperature and filters leave no probability."""
+    draws = _draws(fn, case).reshape(-1).long().clamp(0, len(case.args[0]) - 1)
+    return int((~(_dist(case) > 0))[draws].sum())
+
+
+def _dist(case: Case, **knobs: Any) -> Any:
+    x, kw = case.args[0], case.kwargs
+    if knobs.get("k_extra") and kw.get("top_k") is None or knobs.get("p_rule") and kw.get("top_p") is None:
+        return NOT_APPLICABLE
+    return oracle_probs(x[None], kw["temperature"], kw.get("top_k"), kw.get("top_p"), **knobs)[0]
+
+
+_AFTER = ("Did you apply the temperature after the softmax? Dividing probabilities by T changes nothing once "
+          "they are renormalised: divide the logits by T, then take the softmax.")
+_K_EXTRA = "Did you keep k + 1 tokens? top-k keeps the k most likely tokens (ties with the k-th too)."
+_EXCLUSIVE = ("Did you drop the token that crosses p? Top-p keeps the smallest set whose mass reaches p: the token "
+              "that takes the running sum to p or beyond is kept.")
+_ONE_MORE = ("Did you keep one token too many? Stop at the token that takes the running sum to p: the next one "
+             "is removed.")
+
+register(
+    __name__,
+    Check(name="top_k_filter", cases=_topk_cases, expected=_topk,
+          mistakes=[Mistake(_K_EXTRA, variant(_topk, extra=1)),
+                    Mistake("Did you keep k - 1 tokens? The k-th largest logit is kept too (its index is k - 1).",
+                            variant(_topk, extra=-1)),
+                    Mistake(_ZERO, variant(_topk, fill=0.0)),
+                    Mistake("Did you keep exactly k tokens (by index)? A token tied with the k-th largest logit is "
+                            "kept too: keep every logit >= the k-th largest value.", variant(_topk, break_ties=True)),
+                    Mistake(_RENORM, _filter_probs(_topk))],
+          hint="top_k_filter keeps every logit >= the k-th largest of its row (torch.topk(logits, k).values[..., -1:]) "
+               "and sets the others to -inf, in a new tensor of the same shape and dtype; k >= vocab keeps all, "
+               "k < 1 raises ValueError."),
+    Check(name="top_p_filter", cases=_topp_cases, expected=_topp,
+          mistakes=[Mistake(_EXCLUSIVE, variant(_topp, rule="exclusive")),
+                    Mistake(_ONE_MORE, variant(_topp, rule="one more")),
+                    Mistake(_ZERO, variant(_topp, fill=0.0)),
+                    Mistake("Did you break a tie by sort order? Tokens as likely as the one that crosses p are kept "
+                            "too: keep every token whose probability is >= the crossing token's.", _topp_order),
+                    Mistake(_RENORM, _filter_probs(_topp))],
+          hint="top_p_filter: sort the probabilities (softmax of the row) in decreasing order; the token that takes the "
+               "running sum to p or beyond is the last kept; keep every token at least as likely as it, set the "
+               "others to -inf. p = 1 keeps all; p outside (0, 1] raises ValueError."),
+    Check(name="sample", cases=_sample_cases, call=_sample_call, expected=_draw,
+          mistakes=[Mistake(_AFTER, variant(_draw, after_softmax=True)),
+                    Mistake(_EXCLUSIVE, variant(_draw, p_rule="exclusive")),
+                    Mistake("Did you divide by a temperature of 0? Temperature 0 means greedy: return "
+                            "logits.argmax(dim=-1).", _temperature_zero_divides)],
+          hint="sample: temperature < 0 raises ValueError; temperature 0 returns logits.argmax(-1); otherwise divide "
+               "the logits by the temperature, apply top_k_filter then top_p_filter (when given), take the softmax "
+               "and draw once with torch.multinomial(probs, 1, generator=generator)[:, 0]: (batch,) int64."),
+    Check(name="sample_distribution", cases=_dist_cases, call=_dist_call, expected=_dist, rtol=0.0, atol=0.03,
+          mistakes=[Mistake(_AFTER, variant(_dist, after_softmax=True)),
+                    Mistake(_K_EXTRA, variant(_dist, k_extra=1)),
+                    Mistake(_EXCLUSIVE, variant(_dist, p_rule="exclusive")),
+                    Mistake(_ONE_MORE, variant(_dist, p_rule="one more"))],
+          hint=f"Over {DRAWS} draws each token must appear with its probability (within 0.03) under the temperature "
+               "and the filters."),
+    Check(name="sample_support", cases=_dist_cases, call=_support_call, expected=lambda case: 0,
+          hint=f"Over {DRAWS} seeded draws, no token outside what top-k and top-p keep may ever be drawn: filter the "
+               "(temperature-scaled) logits to -inf before the softmax."),
+)
