@@ -1,0 +1,74 @@
+"""8.1: causal_mask(n, dtype, device); oracle: ``nn.Transformer.generate_square_subsequent_mask``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import kit
+from ..framework import Case, Check, Mistake, register
+from ..kit import variant
+
+_FORBID = ("torch.nn.Transformer.generate_square_subsequent_mask",)
+
+
+def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    specs = [(4, {}), (1, {}), (3, {"dtype": torch.float64})] if not hidden else [
+        (int(rng.integers(5, 9)), {}), (2, {}), (1, {}), (7, {"dtype": torch.float64}), (5, {"dtype": torch.float16}),
+        (6, {"device": torch.device("cpu")}), (3, {"dtype": torch.float64, "device": "cpu"}), (64, {}),
+        (0, {}), (-2, {})]
+    return [Case(f"n = {n}" + "".join(f", {k}={v}" for k, v in kw.items()), (n,), kw) for n, kw in specs]
+
+
+def _mask(case: Case, *, diagonal: int = 1, past: bool = False, fill: Any = "-inf", keep_dtype: bool = True,
+          kind: str = "additive") -> Any:
+    """The mask written out; knobs: `diagonal` (0 also hides j == i), `past` (hide j < i instead), `fill`
+    (what hidden entries get), `keep_dtype` (False: always float32), `kind` ('bool': True where hidden;
+    '0/1': 1.0 where hidden)."""
+    n = case.args[0]
+    if n < 1:
+        return kit.raises("n must be at least 1")
+    dtype = case.kwargs.get("dtype", torch.float32) if keep_dtype else torch.float32
+    hidden = torch.ones(n, n, dtype=torch.bool)
+    hidden = hidden.tril(-diagonal) if past else hidden.triu(diagonal)
+    if kind == "bool":
+        return hidden
+    if kind == "0/1":
+        return hidden.to(dtype)
+    return torch.zeros(n, n, dtype=dtype).masked_fill(hidden, float(fill))
+
+
+def _oracle(case: Case) -> Any:
+    n = case.args[0]
+    if n < 1:
+        return kit.raises("n must be at least 1")
+    return nn.Transformer.generate_square_subsequent_mask(n, dtype=case.kwargs.get("dtype", torch.float32))
+
+
+_MISTAKES = [
+    Mistake("Did you hide the diagonal too (j >= i)? Position i must see itself: only j > i is hidden, "
+            "torch.triu(..., diagonal=1). Hiding the diagonal leaves row 0 with no key at all (a NaN softmax).",
+            variant(_mask, diagonal=0)),
+    Mistake("Did you hide the past instead of the future? -inf goes above the diagonal (key j > query i), "
+            "0 on and below it: use triu, not tril.", variant(_mask, past=True)),
+    Mistake("Did you hide the past, diagonal included? -inf goes strictly above the diagonal (j > i).",
+            variant(_mask, past=True, diagonal=0)),
+    Mistake("Did you use a large negative number instead of -inf? The contract asks for -inf, which softmax "
+            "turns into an exact 0 (and which fits every dtype: -1e9 overflows float16).",
+            variant(_mask, fill=-1e9)),
+    Mistake("Did you return a boolean mask? The course's masks are additive floats: 0 where a key is "
+            "visible, -inf where it is hidden.", variant(_mask, kind="bool")),
+    Mistake("Did you return a 0/1 mask? It is added to the scores, so hidden entries must be -inf, "
+            "visible ones 0.", variant(_mask, kind="0/1")),
+]
+
+register(
+    __name__,
+    Check(name="causal_mask", cases=_cases, expected=_oracle, mistakes=_MISTAKES, forbid=_FORBID,
+          hint="Return an (n, n) tensor of the requested dtype (float32 by default) and device: 0 on and below "
+               "the diagonal, -inf above it (row i = query i, column j = key j, hidden when j > i); raise "
+               "ValueError when n < 1."),
+)
