@@ -230,6 +230,30 @@ class TrainedToy:
         return self.vocab.decode(self.run(example)[0].argmax(dim=-1))
 
 
+def _fit(model: nn.Module, loss: Callable[[], torch.Tensor], steps: int, lr: float) -> tuple[list[float], float]:
+    """`steps` Adam steps on `loss()` (a fresh batch each call), on one CPU thread: tensors this
+    small run fastest there, and immune to a busy machine. Returns the losses and the seconds
+    taken; leaves the model in eval mode."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    model.train()
+    try:
+        for _ in range(steps):
+            value = loss()
+            optimizer.zero_grad()
+            value.backward()
+            optimizer.step()
+            losses.append(value.item())
+    finally:
+        seconds = time.perf_counter() - start
+        torch.set_num_threads(threads)
+    model.eval()
+    return losses, seconds
+
+
 def _default_attention(d_model: int, num_heads: int) -> nn.Module:
     if num_heads == 1:
         from course.reference.attention import AttentionHead
@@ -256,26 +280,13 @@ def train_reversal(attention: nn.Module | Callable[[int], nn.Module] | None = No
         attention = attention(d_model)
     model = ToyAttentionModel(attention, d_model, vocab, max_len=max(64, length))
     data = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tensors this small: one thread is fastest, and immune to a busy machine
-    start = time.perf_counter()
-    model.train()
-    try:
-        for _ in range(steps):
-            batch = reversal_batch(batch_size, length, generator=data, vocab=vocab)
-            logits, _ = model(batch.src)
-            loss = F.cross_entropy(logits.reshape(-1, vocab.size), batch.tgt.reshape(-1),
-                                   ignore_index=vocab.pad)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-    finally:
-        seconds = time.perf_counter() - start
-        torch.set_num_threads(threads)
-    model.eval()
+
+    def loss() -> torch.Tensor:
+        batch = reversal_batch(batch_size, length, generator=data, vocab=vocab)
+        logits, _ = model(batch.src)
+        return F.cross_entropy(logits.reshape(-1, vocab.size), batch.tgt.reshape(-1), ignore_index=vocab.pad)
+
+    losses, seconds = _fit(model, loss, steps, lr)
     with torch.no_grad():
         held_out = reversal_batch(1000, length, generator=torch.Generator().manual_seed(seed + 10_000), vocab=vocab)
         right = model(held_out.src)[0].argmax(dim=-1) == held_out.tgt
@@ -387,26 +398,13 @@ def train_toy_lm(*, length: int = 6, min_length: int = 2, d_model: int = 32, num
     torch.manual_seed(seed)
     model = ToyLM(vocab, d_model, num_heads, d_ff, num_layers, max_len=max(64, 2 * length + 3))
     data = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    model.train()
-    try:
-        for _ in range(steps):
-            ids, counted = reversal_lm_batch(batch_size, length, min_length=min_length, generator=data,
-                                             vocab=vocab)
-            logits = model(ids[:, :-1])             # predict token i + 1 from tokens 0 .. i
-            loss = F.cross_entropy(logits[counted[:, :-1]], ids[:, 1:][counted[:, :-1]])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-    finally:
-        seconds = time.perf_counter() - start
-        torch.set_num_threads(threads)
-    model.eval()
+
+    def loss() -> torch.Tensor:
+        ids, counted = reversal_lm_batch(batch_size, length, min_length=min_length, generator=data, vocab=vocab)
+        logits = model(ids[:, :-1])             # predict token i + 1 from tokens 0 .. i
+        return F.cross_entropy(logits[counted[:, :-1]], ids[:, 1:][counted[:, :-1]])
+
+    losses, seconds = _fit(model, loss, steps, lr)
     with torch.no_grad():
         ids, counted = reversal_lm_batch(500, length, min_length=min_length,
                                          generator=torch.Generator().manual_seed(seed + 10_000), vocab=vocab)
