@@ -6,8 +6,9 @@ reason for losing points, read from the verdicts the judge wrote into the
 autograded notebooks. A reason is the hint of the known mistake a failed
 case matched (the check's `Mistake` hints, see `course.checks.framework`),
 or one of a few plain categories ("not attempted", "the test cell did not
-reach the check"). Written as ``report/index.html`` (one page, tables and
-figures), ``report/exercises.csv`` (the table) and one score histogram and
+reach the check"). Written as ``report/index.html`` (one page: figures, and
+the three most common reasons per exercise), ``report/exercises.csv`` (the
+table, with the most common reason) and one score histogram and
 one pass-rate chart per chapter as PNG.
 """
 
@@ -27,8 +28,10 @@ from course.checks.framework import CheckUnavailable, get_check
 NOT_ATTEMPTED = "not attempted (the stub still raises NotImplementedError)"
 NOT_REACHED = "the test cell did not reach the check (an error before it, or the kernel died or timed out)"
 OTHER = "a wrong result that matches no known mistake"
+TOP_REASONS = 3  # reasons the HTML page lists per exercise
 _FAILED_CHECK = re.compile(r"^✗ (\S+): ")
 _CASE = re.compile(r"^  - case '.*?': ")
+_DETAIL = re.compile(r": largest error .*$")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
 
 
@@ -82,6 +85,7 @@ def failure_reason(report: str) -> str | None:
         problem = _CASE.sub("", text) if cases else line[failed.end():]
         if check and check.hint:
             problem = problem.replace(check.hint, "")
+        problem = _DETAIL.sub("", problem)  # where and by how much: different for every student
         return _NUMBER.sub("N", problem).strip().rstrip(".")[:200] or OTHER
     return None
 
@@ -154,7 +158,7 @@ def _plots(folder: Path, chapter: str, totals: list[float], maximum: float, exer
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;
-vertical-align:top}th{background:#f3f3f3}td.n{text-align:right}img{margin:.5rem 1rem .5rem 0}"""
+vertical-align:top}th{background:#f3f3f3}ol{margin:0;padding-left:1.2rem}td.n{text-align:right}img{margin:.5rem 1rem .5rem 0}"""
 
 
 def write_report(out: Path) -> Path:
@@ -185,12 +189,12 @@ def write_report(out: Path) -> Path:
         for name in _plots(folder, chapter, scores, maxima[chapter], by_chapter[chapter]):
             parts.append(f"<img src='{html.escape(name)}' alt='{html.escape(name)}'>")
         parts.append("<table><tr><th>exercise</th><th>mean</th><th>full marks</th>"
-                     "<th>most common failure</th><th>students</th></tr>")
+                     "<th>most common reasons for lost points (students)</th></tr>")
         for ex in by_chapter[chapter]:
-            reason, count = ex.common_reason()
+            reasons = "".join(f"<li>{html.escape(r)} ({n})</li>" for r, n in ex.reasons.most_common(TOP_REASONS))
             parts.append(f"<tr><td>{html.escape(ex.grade_id)}</td><td class='n'>{ex.mean:.2f} / "
                          f"{ex.max_score:g}</td><td class='n'>{100 * ex.full_share:.0f}%</td>"
-                         f"<td>{html.escape(reason) or '—'}</td><td class='n'>{count or ''}</td></tr>")
+                         f"<td>{f'<ol>{reasons}</ol>' if reasons else '—'}</td></tr>")
         parts.append("</table>")
     page = folder / "index.html"
     page.write_text("\n".join(parts) + "\n")
