@@ -19,6 +19,7 @@ import nbformat
 import pytest
 
 from autograder.chapters import Chapter, all_chapters
+from autograder.intake import STUDENT_ID
 from autograder.limits import chapter_limits
 from autograder.report import NOT_ATTEMPTED, collect, failure_reason, write_report
 from mutants import mutants_for
@@ -206,3 +207,10 @@ def test_instructor_report_names_why_points_were_lost(ch, tmp_path_factory):
     assert all(ex.grade_id in text for ex in exercises)
     for png in (f"{ch.id}-scores.png", f"{ch.id}-pass-rate.png"):
         assert (page.parent / png).stat().st_size > 1000 and png in text
+
+
+@pytest.mark.parametrize("ch,mutant", [(ch, m) for ch, m in MUTANTS], ids=[f"{ch.id}-{m.name}" for ch, m in MUTANTS])
+def test_each_mutant_grades_as_a_valid_student(ch, mutant):
+    """The grader skips (with a warning) a folder whose name is not a valid student id."""
+    assert STUDENT_ID.match(slug(mutant.name)), f"mutant name too long or odd for a student id: {mutant.name!r}"
+    assert sum(slug(m.name) == slug(mutant.name) for m in mutants_for(ch.topic)) == 1, "two mutants, one student id"
