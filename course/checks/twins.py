@@ -7,7 +7,8 @@ The course's modules (chapters 5-8) name their parameters the course's way
 numbers PyTorch's way (``self_attn.in_proj_weight``, ``norm1.weight``,
 ``linear1.bias``). `torch_state_dict` renames one into the other, so a check
 can draw random weights once, load them into the student's module with
-`kit.load_weights` and into PyTorch's twin with `load_twin`, and compare.
+`kit.load_weights` and into PyTorch's twin with `load_twin`, and compare;
+`torch_attn_mask` puts the course's masks in the layout those modules take.
 """
 
 from __future__ import annotations
@@ -83,3 +84,14 @@ def random_weights(module: nn.Module, rng: np.random.Generator) -> dict[str, tor
         else:
             weights[name] = x / p.shape[-1] ** 0.5
     return weights
+
+
+def torch_attn_mask(mask: torch.Tensor | None, batch: int, num_heads: int, n_q: int,
+                    n_k: int) -> torch.Tensor | None:
+    """The course's additive mask, broadcastable to (batch, n_q, n_k) and the same for every
+    head, in the layout PyTorch's attention modules take: (batch * num_heads, n_q, n_k),
+    batch-major, float64. None stays None."""
+    if mask is None:
+        return None
+    full = mask.double().expand(batch, n_q, n_k)
+    return full.unsqueeze(1).expand(batch, num_heads, n_q, n_k).reshape(batch * num_heads, n_q, n_k)

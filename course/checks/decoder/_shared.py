@@ -1,7 +1,7 @@
 """What the chapter's checks share: the course's modules' layout (`Skeleton*`, built from chapters 5-7's
 reference pieces, for the parameter names, random weights and the mistakes), PyTorch's twins as oracles
 (`twin_layer`, `twin_decoder`, `twin_transformer`, weights copied in with `course.checks.twins`), masks in
-PyTorch's layout (`torch_mask`), and the decoder written out in float64 with knobs for the usual slips
+PyTorch's layout (`twins.torch_attn_mask`), and the decoder written out in float64 with knobs for the usual slips
 (`layer64`, `decoder64`, `transformer64`)."""
 
 from __future__ import annotations
@@ -104,20 +104,7 @@ def twin_transformer(d_model: int, num_heads: int, n_enc: int, n_dec: int, d_ff:
     return load_twin(twin, weights)
 
 
-def torch_mask(mask: torch.Tensor | None, batch: int, num_heads: int, n_q: int, n_k: int) -> torch.Tensor | None:
-    """The course's additive mask, broadcastable to (batch, n_q, n_k), in PyTorch's layout:
-    (batch * num_heads, n_q, n_k), batch-major, float64."""
-    if mask is None:
-        return None
-    full = mask.double().expand(batch, n_q, n_k)
-    return full.unsqueeze(1).expand(batch, num_heads, n_q, n_k).reshape(batch * num_heads, n_q, n_k)
-
-
 # ------------------------------------------------------------------ inputs ---
-
-def causal(n: int) -> torch.Tensor:
-    return kit.causal_mask(n)
-
 
 def lengths_for(rng: np.random.Generator, batch: int, n: int) -> list[int]:
     """>= 1 real token each; the first sequence padded (when n > 1), the second not."""
@@ -147,7 +134,7 @@ def layer64(L: nn.Module, x: torch.Tensor, memory: torch.Tensor | None, tgt_mask
     norm(x + sublayer(x)); `cross_norm` the norm before cross-attention. `weights` collects the
     cross-attention weights."""
     n = x.shape[1]
-    masks = {"tgt": tgt_mask, "memory": memory_mask, "none": None, "causal": causal(n).double()}
+    masks = {"tgt": tgt_mask, "memory": memory_mask, "none": None, "causal": kit.causal_mask(n).double()}
     masks = {k: None if v is None else v.double() for k, v in masks.items()}
 
     def self_block(h: torch.Tensor) -> torch.Tensor:

@@ -11,14 +11,13 @@ import torch
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn
+from ..twins import torch_attn_mask
 from ._shared import (
     SkeletonLayer,
-    causal,
     layer64,
     lengths_for,
     loaded64,
     numeric,
-    torch_mask,
     twin_layer,
     weights_for,
 )
@@ -40,7 +39,7 @@ def layer_case(rng: np.random.Generator, *, b: int, nt: int, ns: int | None = No
     if memory_given:
         kwargs["memory"] = randn(rng, b, ns, d)
     if tgt != "none":
-        m = causal(nt)
+        m = kit.causal_mask(nt)
         kwargs["tgt_mask"] = m + kit.padding_mask(lengths_for(rng, b, nt), nt) if "padding" in tgt else m
     if memory_given and mem == "padding":
         kwargs["memory_mask"] = kit.padding_mask(lengths_for(rng, b, ns), ns)
@@ -74,12 +73,12 @@ def _oracle(case: Case) -> Any:
     x = kw["x"].double()
     b, nt = x.shape[:2]
     twin = twin_layer(d, h, ff, case.meta["weights"], cross)
-    tm = torch_mask(kw.get("tgt_mask"), b, h, nt, nt)
+    tm = torch_attn_mask(kw.get("tgt_mask"), b, h, nt, nt)
     with torch.no_grad():
         if not cross:
             return kit.both_modes({"output": twin(x, src_mask=tm).float(), "cross_weights": None})
         mem = kw["memory"].double()
-        mm = torch_mask(kw.get("memory_mask"), b, h, nt, mem.shape[1])
+        mm = torch_attn_mask(kw.get("memory_mask"), b, h, nt, mem.shape[1])
         out = twin(x, mem, tgt_mask=tm, memory_mask=mm)
         h1 = twin.norm1(x)
         x1 = x + twin.self_attn(h1, h1, h1, attn_mask=tm)[0]

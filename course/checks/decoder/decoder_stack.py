@@ -11,14 +11,13 @@ import torch
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import randn
+from ..twins import torch_attn_mask
 from ._shared import (
     SkeletonDecoder,
-    causal,
     decoder64,
     lengths_for,
     loaded64,
     numeric,
-    torch_mask,
     twin_decoder,
     weights_for,
 )
@@ -34,7 +33,7 @@ def _case(rng: np.random.Generator, *, n: int, b: int, nt: int, ns: int | None =
     kwargs: dict[str, Any] = {"x": randn(rng, b, nt, d)}
     if cross:
         kwargs["memory"] = randn(rng, b, ns, d)
-    tm = causal(nt)
+    tm = kit.causal_mask(nt)
     kwargs["tgt_mask"] = tm + kit.padding_mask(lengths_for(rng, b, nt), nt) if pad else tm
     if cross and pad:
         kwargs["memory_mask"] = kit.padding_mask(lengths_for(rng, b, ns), ns)
@@ -69,12 +68,12 @@ def _oracle(case: Case) -> Any:
     twin = twin_decoder(n, d, h, ff, case.meta["weights"], cross)
     x = kw["x"].double()
     b, nt = x.shape[:2]
-    tm = torch_mask(kw["tgt_mask"], b, h, nt, nt)
+    tm = torch_attn_mask(kw["tgt_mask"], b, h, nt, nt)
     with torch.no_grad():
         if not cross:
             return kit.both_modes(twin(x, mask=tm).float())
         mem = kw["memory"].double()
-        mm = torch_mask(kw.get("memory_mask"), b, h, nt, mem.shape[1])
+        mm = torch_attn_mask(kw.get("memory_mask"), b, h, nt, mem.shape[1])
         return kit.both_modes(twin(x, mem, tgt_mask=tm, memory_mask=mm).float())
 
 

@@ -11,14 +11,13 @@ import torch
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn
+from ..twins import torch_attn_mask
 from ._shared import (
     SkeletonTransformer,
-    causal,
     decoder64,
     lengths_for,
     loaded64,
     numeric,
-    torch_mask,
     twin_transformer,
     weights_for,
 )
@@ -36,10 +35,10 @@ def _case(rng: np.random.Generator, *, b: int, ns: int, nt: int, d: int, h: int,
     if masks == "padding":
         src_pad = kit.padding_mask(lengths_for(rng, b, ns), ns)
         kwargs["src_mask"] = src_pad
-        kwargs["tgt_mask"] = causal(nt) + kit.padding_mask(lengths_for(rng, b, nt), nt)
+        kwargs["tgt_mask"] = kit.causal_mask(nt) + kit.padding_mask(lengths_for(rng, b, nt), nt)
         kwargs["memory_mask"] = src_pad
     else:
-        kwargs["tgt_mask"] = causal(nt)
+        kwargs["tgt_mask"] = kit.causal_mask(nt)
     label = (f"Transformer({d}, {h}, {ne}, {nd}, {ff}): " + kit.describe(**kwargs)
              + (" (source padding; causal + target padding)" if masks == "padding" else " (causal tgt_mask only)"))
     return Case(label, (), kwargs, meta={"config": (d, h, ne, nd, ff), "weights": weights})
@@ -69,9 +68,9 @@ def _call(cls: Any, case: Case) -> Any:
 def _twin_masks(case: Case) -> dict:
     kw, (_d, h, *_) = case.kwargs, case.meta["config"]
     b, ns, nt = kw["src"].shape[0], kw["src"].shape[1], kw["tgt"].shape[1]
-    return {"src_mask": torch_mask(kw.get("src_mask"), b, h, ns, ns),
-            "tgt_mask": torch_mask(kw.get("tgt_mask"), b, h, nt, nt),
-            "memory_mask": torch_mask(kw.get("memory_mask"), b, h, nt, ns)}
+    return {"src_mask": torch_attn_mask(kw.get("src_mask"), b, h, ns, ns),
+            "tgt_mask": torch_attn_mask(kw.get("tgt_mask"), b, h, nt, nt),
+            "memory_mask": torch_attn_mask(kw.get("memory_mask"), b, h, nt, ns)}
 
 
 def _oracle(case: Case) -> Any:

@@ -15,7 +15,7 @@ from course.reference.add_norm import LayerNorm
 from course.reference.multi_head_attention import MultiHeadAttention
 
 from .. import kit
-from ..twins import load_twin, random_weights
+from ..twins import load_twin, random_weights, torch_attn_mask
 
 ACTIVATIONS = {
     "relu": F.relu,
@@ -84,13 +84,6 @@ def mask_label(kind: str | None) -> str:
     return f", {kind} mask {MASK_SHAPES[kind]}" if kind else ""
 
 
-def heads_mask(mask: torch.Tensor | None, b: int, n: int, h: int) -> torch.Tensor | None:
-    """The additive mask in nn.MultiheadAttention's layout, (b * h, n, n) batch-major, float64."""
-    if mask is None:
-        return None
-    return mask.double().expand(b, n, n).repeat_interleave(h, dim=0)
-
-
 # ------------------------------------------------------------- twins ---
 
 def twin_layer(d_model: int, num_heads: int, d_ff: int, weights: dict[str, torch.Tensor],
@@ -121,7 +114,7 @@ def run_twin(twin: nn.Module, x: torch.Tensor, mask: torch.Tensor | None, kind: 
     if kind == "padding":
         kwargs["src_key_padding_mask"] = torch.isinf(mask[:, 0, :])
     elif mask is not None:
-        kwargs["mask" if isinstance(twin, nn.TransformerEncoder) else "src_mask"] = heads_mask(mask, b, n, num_heads)
+        kwargs["mask" if isinstance(twin, nn.TransformerEncoder) else "src_mask"] = torch_attn_mask(mask, b, num_heads, n, n)
     with torch.enable_grad():
         out = twin(x.double(), **kwargs)
     return out.detach().float()

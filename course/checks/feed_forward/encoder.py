@@ -15,12 +15,12 @@ from torch import nn
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
+from ..twins import torch_attn_mask
 from ._shared import (
     COUNT,
     PARAMS,
     count,
     encoder_weights,
-    heads_mask,
     layer_table,
     make_mask,
     mask_label,
@@ -95,7 +95,7 @@ def _stacked(case: Case, *, final_norm: bool = True, reuse_first: bool = False, 
 
     def run(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         b, n = x.shape[0], x.shape[1]
-        m = heads_mask(mask, b, n, h) if masked else None
+        m = torch_attn_mask(mask, b, h, n, n) if masked else None
         if causal:
             m = (0 if m is None else m) + kit.causal_mask(n).double()
         x = x.double()

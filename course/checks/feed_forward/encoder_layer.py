@@ -15,11 +15,11 @@ from torch import nn
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
+from ..twins import torch_attn_mask
 from ._shared import (
     COUNT,
     PARAMS,
     count,
-    heads_mask,
     layer_table,
     layer_weights,
     make_mask,
@@ -84,7 +84,7 @@ def _wired(case: Case, *, order: str = "attention first", residual: str = "raw",
     post-LN wiring, 'attention output': the FFN reads the attention's output instead of the updated
     stream), the mask not passed to attention, and the FFN's norm ('norm1' shared, 'none')."""
     twin, h, x = _twin(case), case.meta["init"][1], case.args[0].double()
-    mask = heads_mask(case.kwargs.get("mask"), x.shape[0], x.shape[1], h) if masked else None
+    mask = torch_attn_mask(case.kwargs.get("mask"), x.shape[0], h, x.shape[1], x.shape[1]) if masked else None
 
     def attn(t: torch.Tensor) -> torch.Tensor:
         return twin.self_attn(t, t, t, attn_mask=mask, need_weights=False)[0]
@@ -185,7 +185,7 @@ def _dropped(case: Case, *, branch: bool = True, ffn: bool = True, after_sum: bo
     module switching off)."""
     twin, p, h = _twin(case, torch.float32), case.meta["dropout"], case.meta["init"][1]
     x, mask = case.args[0], case.kwargs.get("mask")
-    mask = None if mask is None else heads_mask(mask, x.shape[0], x.shape[1], h).float()
+    mask = None if mask is None else torch_attn_mask(mask, x.shape[0], h, x.shape[1], x.shape[1]).float()
 
     def forward(training: bool, in_ffn: bool = True) -> torch.Tensor:
         torch.manual_seed(0)

@@ -15,6 +15,7 @@ from torch import nn
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import variant, randn
+from ..twins import torch_attn_mask
 from ._shared import _MERGES, _SPLITS, LAYERS, _mha64
 
 _MASK_SHAPES = {"causal": "(n_q, n_k)", "padding": "(batch, 1, n_k)", "random": "(n_q, n_k)",
@@ -86,9 +87,7 @@ def _torch_mha(case: Case) -> Any:
     ref.eval()
     query, key, value = m["query"], m["key"], m["value"]
     b, n_q, n_k = query.shape[0], query.shape[1], key.shape[1]
-    attn_mask = m["mask"] if m["mask"] is None or m["mask"].dim() == 2 else \
-        m["mask"].unsqueeze(-3).expand(b, h, n_q, n_k).reshape(b * h, n_q, n_k)  # PyTorch's layout: batch-major
-    attn_mask = None if attn_mask is None else attn_mask.double()
+    attn_mask = torch_attn_mask(m["mask"], b, h, n_q, n_k)
     with torch.no_grad():
         out, w = ref(query.double(), key.double(), value.double(), attn_mask=attn_mask,
                      need_weights=True, average_attn_weights=False)
