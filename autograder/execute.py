@@ -53,7 +53,7 @@ from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, DottedObjectName, Float, Integer, Type, Unicode
+from traitlets import Bool, Float, Integer, Type, Unicode
 
 from course.protocol import status_name
 
@@ -125,11 +125,6 @@ def kernel_socket_folder(socket_dir: Path) -> Path:
                        "set TMPDIR to a short path")
 
 
-#: what a dropped message turns into: a message of no cell, which nbclient ignores
-DROPPED = {"header": {"msg_type": "dropped"}, "parent_header": {}, "msg_type": "dropped",
-           "content": {}, "metadata": {}, "buffers": []}
-
-
 class TolerantChannel(AsyncZMQSocketChannel):
     """A channel that drops (and counts) a message that fails to deserialize, such as one
     with an invalid signature, instead of raising: nbclient would stop the notebook.
@@ -145,7 +140,9 @@ class TolerantChannel(AsyncZMQSocketChannel):
         except (ValueError, KeyError, TypeError) as err:  # jupyter_client's errors for a bad message
             TolerantChannel.dropped += 1
             logging.getLogger(__name__).warning("dropped a kernel message that failed its checks: %s", err)
-            return {**DROPPED, "header": dict(DROPPED["header"]), "parent_header": {}}
+            # a message of no cell (empty parent header), which nbclient ignores
+            return {"header": {"msg_type": "dropped"}, "parent_header": {}, "msg_type": "dropped",
+                    "content": {}, "metadata": {}, "buffers": []}
 
 
 class TolerantKernelClient(AsyncKernelClient):
@@ -161,7 +158,6 @@ class BoundedKernelManager(AsyncKernelManager):
     """A kernel manager whose clients are `TolerantKernelClient`s using its ZeroMQ context,
     and so the socket limits `GuardedExecute` sets on it."""
 
-    client_class = DottedObjectName("autograder.execute.TolerantKernelClient")
     client_factory = Type(TolerantKernelClient)
 
     def client(self, **kwargs: Any) -> Any:
