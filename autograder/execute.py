@@ -52,6 +52,7 @@ from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, Type, Unicode
 
@@ -187,8 +188,7 @@ class GuardedExecute(Execute):
 
     def _cell_timeout(self, cell: NotebookNode) -> int | None:
         """A test cell's timeout, else the per-cell one (None: no limit)."""
-        grading = cell.metadata.get("nbgrader", {})
-        if self.test_cell_seconds and grading.get("grade") and not grading.get("solution"):
+        if self.test_cell_seconds and utils.is_grade(cell) and not utils.is_solution(cell):
             return min(self.test_cell_seconds, self.timeout or self.test_cell_seconds)
         return self.timeout
 

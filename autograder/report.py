@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbgrader import utils
 
 from course.checks.framework import CheckUnavailable, get_check
 
@@ -95,9 +96,8 @@ def _test_cells(notebook: Path) -> dict[str, str]:
     nb = nbformat.read(notebook, as_version=4)
     reports = {}
     for cell in nb.cells:
-        grading = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution"):
-            reports[grading["grade_id"]] = "".join(o.get("text", "") for o in cell.outputs
+        if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+            reports[cell.metadata.nbgrader["grade_id"]] = "".join(o.get("text", "") for o in cell.outputs
                                                    if o.get("output_type") == "stream")
     return reports
 
