@@ -198,7 +198,9 @@ def test_the_copy_is_clean(copy):
 
 
 def test_a_chapter_written_but_planned_on_the_objectives_page_fails(copy):
-    (copy / "solutions" / "10_training").mkdir()
+    _replace(copy / "objectives.md", "## Chapter 10: Training the transformer, on a GPU when there is one",
+             "## Chapter 10: Training on a GPU (planned)")
+    _drop_line(copy / "objectives.md", "chapters/10_training/10_training")
     assert objectives_problems(copy) == [
         "10_training: objectives.md still marks chapter 10 as planned",
         "10_training: objectives.md's chapter 10 does not link its page"]
@@ -208,10 +210,13 @@ def test_a_chapter_written_but_planned_on_the_objectives_page_fails(copy):
 
 
 def test_a_new_chapter_folder_must_be_listed(copy):
-    (copy / "solutions" / "10_training").mkdir()
+    # chapter 10 as it was before its notebook was written: in solutions/ only
+    _drop_line(copy / "_toc.yml", "chapters/10_training/")
+    _replace(copy / "README.md", "[Training the transformer, on a GPU when there is one]"
+             "(chapters/10_training/10_training.ipynb)", "Training on a GPU")
     problems = structure_problems(copy)
     assert any("10_training: not in _toc.yml" in p for p in problems), problems
-    # README row 10 is "planned", without a link: the new folder needs one.
+    # README row 10 is without a link: the new folder needs one.
     assert any("10_training: the README's row 10 has no link" in p for p in problems), problems
 
 

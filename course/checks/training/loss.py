@@ -1,0 +1,121 @@
+"""10.2 cross-entropy that skips padding, with label smoothing that gives padding no mass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
+from ..kit import describe, raises, randn, variant
+
+
+def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    # (logits shape, pad, label_smoothing, padded positions per row, scale, dtype)
+    specs = [((2, 4, 6), None, 0.0, 0, 1.0, torch.float32), ((2, 5, 6), 0, 0.0, 2, 1.0, torch.float32),
+             ((2, 5, 6), 0, 0.1, 2, 1.0, torch.float32)] if not hidden else [
+        ((3, 7, 11), 0, 0.1, 3, 2.0, torch.float32), ((4, 6, 9), 3, 0.2, 2, 1.0, torch.float64),
+        ((12, 8), 0, 0.1, 0, 1.0, torch.float32), ((2, 6, 7), None, 0.1, 0, 1.0, torch.float64),
+        ((3, 4, 5), 1, 0.0, 1, 1.0, torch.float32), ((2, 5, 8), 0, 1.0, 2, 1.0, torch.float64),
+        ((2, 6, 10), 0, 0.1, 2, 1000.0, torch.float32), ((3, 5, 6), 0, -0.1, 1, 1.0, torch.float32),
+        ((3, 5, 6), 0, 1.5, 1, 1.0, torch.float32), ("mismatch", 0, 0.1, 0, 1.0, torch.float32)]
+    cases = []
+    for shape, pad, eps, n_pad, scale, dtype in specs:
+        if shape == "mismatch":
+            logits, targets = randn(rng, 2, 5, 6), torch.from_numpy(rng.integers(1, 6, size=(2, 4))).long()
+        else:
+            logits = (scale * randn(rng, *shape)).to(dtype)
+            vocab = shape[-1]
+            ids = [i for i in range(vocab) if i != pad]
+            targets = torch.from_numpy(rng.choice(ids, size=shape[:-1])).long()
+            if n_pad:  # each row ends with padding, a different amount per row
+                for b in range(shape[0]):
+                    targets[b, targets.shape[1] - n_pad - (b % 2):] = pad
+        kw = ({"pad": pad} if pad is not None else {}) | ({"label_smoothing": eps} if eps or rng.random() < 0.5 else {})
+        label = (describe(logits=logits, targets=targets) + f" ({str(dtype).removeprefix('torch.')})"
+                 + (f", logits scaled by {scale:g}" if scale != 1 else "")
+                 + "".join(f", {k}={v}" for k, v in kw.items()))
+        cases.append(Case(label, (logits, targets), kw))
+    return cases
+
+
+def _ce(case: Case, *, count_pad: bool = False, smooth_over: str = "not pad", one_minus: bool = True,
+        reduce: str = "tokens", naive: bool = False) -> Any:
+    """F.cross_entropy with probability targets (the smoothed distribution), in float64."""
+    logits, targets = case.args
+    pad, eps = case.kwargs.get("pad"), case.kwargs.get("label_smoothing", 0.0)
+    if not 0 <= eps <= 1:
+        return raises("label_smoothing must be in [0, 1]")
+    if logits.shape[:-1] != targets.shape:
+        return raises("logits (..., V) and targets (...) must match")
+    vocab = logits.shape[-1]
+    x = logits.double().reshape(-1, vocab)
+    t = targets.reshape(-1)
+    uniform = torch.ones(len(t), vocab, dtype=torch.float64)
+    if pad is not None and smooth_over != "all":
+        uniform[:, pad] = 0.0
+    if smooth_over == "others":                                   # mass only on the wrong classes
+        uniform[torch.arange(len(t)), t] = 0.0
+    uniform /= uniform.sum(dim=1, keepdim=True)
+    q = (1.0 - eps if one_minus else 1.0) * F.one_hot(t, vocab).double() + eps * uniform
+    if naive:                                                      # log(softmax): -inf where it underflows
+        log_p = torch.log(torch.softmax(logits.reshape(-1, vocab), dim=-1)).double()
+        per_token = (1.0 - eps if one_minus else 1.0) * -log_p[torch.arange(len(t)), t] + eps * -(
+            log_p[:, uniform[0] > 0].mean(dim=1) if smooth_over != "others" else (log_p * uniform).sum(dim=1))
+    else:
+        per_token = F.cross_entropy(x, q, reduction="none")
+    counted = torch.ones_like(t, dtype=torch.bool) if pad is None or count_pad else t != pad
+    if reduce == "tokens":
+        loss = per_token[counted].mean()
+    elif reduce == "sum":
+        loss = per_token[counted].sum()
+    else:                                                          # mean of each row's mean
+        rows = per_token.reshape(targets.shape).reshape(targets.shape[0], -1)
+        keep = counted.reshape(targets.shape[0], -1)
+        loss = torch.stack([r[k].mean() for r, k in zip(rows, keep)]).mean()
+    return loss.to(logits.dtype)
+
+
+def _padded(case: Case) -> bool:
+    pad = case.kwargs.get("pad")
+    return pad is not None and bool((case.args[1] == pad).any())
+
+
+def _smoothed(case: Case) -> bool:
+    return case.kwargs.get("label_smoothing", 0.0) > 0
+
+
+def _when(applies: Any, **knobs: Any) -> Any:
+    out = variant(_ce, **knobs)
+    return lambda case: out(case) if applies(case) else NOT_APPLICABLE
+
+
+register(
+    __name__,
+    Check(name="cross_entropy", cases=_ce_cases, expected=_ce,
+          mistakes=[Mistake("Did you count the padding? Average over the positions whose target is not pad only: "
+                            "padding is not a prediction the model must make.", _when(_padded, count_pad=True)),
+                    Mistake("Did you spread the smoothing mass over the padding token too (as "
+                            "F.cross_entropy(..., label_smoothing=eps) does)? The contract's uniform part covers the "
+                            "classes other than pad: the model should never be taught to predict padding.",
+                            _when(lambda c: _smoothed(c) and c.kwargs.get("pad") is not None, smooth_over="all")),
+                    Mistake("Did you smooth over the wrong classes only? The uniform part covers every class but "
+                            "pad, the true one included (as in PyTorch's label_smoothing).",
+                            _when(_smoothed, smooth_over="others")),
+                    Mistake("Did you forget the (1 - eps) on the true class? q = (1 - eps) * one_hot + eps * "
+                            "uniform sums to 1.", _when(_smoothed, one_minus=False)),
+                    Mistake("Did you sum instead of averaging? Return the mean over the counted positions.",
+                            variant(_ce, reduce="sum")),
+                    Mistake("Did you average each row first, then the rows? Rows count different numbers of "
+                            "tokens: average over all counted positions at once.",
+                            _when(_padded, reduce="rows")),
+                    Mistake("Did you take log(softmax(x))? For large logits exp overflows (or the softmax "
+                            "underflows to 0 and its log is -inf): use a log-softmax (chapter 9).",
+                            variant(_ce, naive=True))],
+          hint="cross_entropy: mean over the positions whose target is not pad of -sum_c q_c log softmax(logits)_c, "
+               "q = (1 - eps) one_hot(target) + eps * uniform over the classes other than pad; a 0-dim tensor of the "
+               "logits' dtype; label_smoothing outside [0, 1] or mismatched shapes raise ValueError.",
+          forbid=("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss")),
+)

@@ -1,0 +1,311 @@
+"""10.3 the learning-rate schedule, 10.4 a training step with gradient clipping, 10.5 evaluation.
+
+The training step and the evaluation loop run on a small network built here (`_Net`) whose output
+depends on its mode (as with dropout), so a step taken in eval mode, or an evaluation left in
+training mode, gives other numbers; it records, at every forward pass, its mode and whether
+gradients were being recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..framework import NOT_APPLICABLE, Case, Check, Mistake, Raises, register
+from ..kit import raises, variant
+
+# ---------------------------------------------------------- 10.3 schedule ---
+
+def _lr_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    # (max_lr, warmup_steps, total_steps, min_lr or None, steps to ask for: None = 0 .. total + 3)
+    specs = [(1e-3, 4, 12, None, None), (0.5, 3, 10, 0.05, None)] if not hidden else [
+        (3e-4, 5, 17, 3e-5, None), (1.0, 0, 8, None, None), (2e-3, 1, 6, 1e-4, None), (6e-4, 10, 40, 6e-5, None),
+        (0.1, 7, 8, 0.01, None), (1e-3, 4, 12, None, [-1]), (1e-3, 12, 12, None, [0]), (1e-3, -2, 10, None, [0])]
+    cases = []
+    for max_lr, warmup, total, min_lr, steps in specs:
+        kw = {"min_lr": min_lr} if min_lr is not None else {}
+        steps = steps if steps is not None else list(range(total + 4))
+        shown = f"steps {steps[0]} .. {steps[-1]}" if len(steps) > 1 else f"step {steps[0]}"
+        cases.append(Case(f"{shown} with max_lr={max_lr:g}, warmup_steps={warmup}, total_steps={total}"
+                          + (f", min_lr={min_lr:g}" if min_lr is not None else ""),
+                          (max_lr, warmup, total), kw, meta={"steps": steps}))
+    return cases
+
+
+def _lr_call(fn: Any, case: Case) -> list:
+    return [fn(step, *case.args, **case.kwargs) for step in case.meta["steps"]]
+
+
+def _lr(case: Case, *, warmup: str = "step + 1", decay_from: str = "warmup", clamp: bool = True,
+        use_min: bool = True, shape: str = "cosine") -> Any:
+    max_lr, w, total = case.args
+    floor = case.kwargs.get("min_lr", 0.0)
+    lo = floor if use_min else 0.0
+    out = []
+    for step in case.meta["steps"]:
+        if step < 0 or w < 0 or total <= w:
+            return raises("need step >= 0 and 0 <= warmup_steps < total_steps")
+        if step < w:
+            out.append(max_lr * {"step + 1": (step + 1) / w, "step": step / w, "of w + 1": (step + 1) / (w + 1)}[warmup])
+            continue
+        if step > total and clamp:
+            out.append(floor)
+            continue
+        t = (step - w) / (total - w) if decay_from == "warmup" else step / total
+        fall = (1 + math.cos(math.pi * t)) / 2 if shape == "cosine" else 1 - t
+        out.append(lo + (max_lr - lo) * fall)
+    return out
+
+
+def _warm(case: Case) -> bool:
+    return case.args[1] > 0
+
+
+def _with_min(case: Case) -> bool:
+    return case.kwargs.get("min_lr", 0.0) > 0
+
+
+def _when(oracle: Any, applies: Any, **knobs: Any) -> Any:
+    out = variant(oracle, **knobs)
+    return lambda case: out(case) if applies(case) else NOT_APPLICABLE
+
+
+# -------------------------------------------------- the network we train ---
+
+class _Net(nn.Module):
+    """x (batch, d_in) -> (batch, d_out) through tanh; the hidden layer is halved in eval mode (a mode
+    dependence, like dropout's). `unused` never takes part, so it never has a gradient."""
+
+    def __init__(self, seed: int, d_in: int, d_hidden: int, d_out: int, unused: bool) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(seed)
+        self.first = nn.Linear(d_in, d_hidden)
+        self.second = nn.Linear(d_hidden, d_out)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen))
+        if unused:
+            self.unused = nn.Parameter(torch.zeros(3))
+        self.calls: list[tuple[bool, bool]] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.append((self.training, torch.is_grad_enabled()))
+        h = torch.tanh(self.first(x))
+        return self.second(h if self.training else 0.5 * h)
+
+
+def _squared_error(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    x, y = batch
+    return ((model(x) - y) ** 2).mean()
+
+
+def _batches(meta: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    gen = torch.Generator().manual_seed(meta["seed"] + 1)
+    d_in, _, d_out = meta["dims"]
+    return [(meta["scale"] * torch.randn(rows, d_in, generator=gen), torch.randn(rows, d_out, generator=gen))
+            for rows in meta["rows"]]
+
+
+def _net(meta: dict) -> _Net:
+    return _Net(meta["seed"], *meta["dims"], unused=meta["unused"])
+
+
+# ------------------------------------------------------ 10.4 train step ---
+
+def _step_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    # (dims, rows per batch (one step each), input scale, optimizer, max_grad_norm, an unused parameter)
+    specs = [((3, 5, 2), [4, 4], 3.0, "sgd", 1.0, False), ((3, 5, 2), [6, 2, 5], 0.3, "sgd", 50.0, False)] if not hidden \
+        else [((4, 6, 3), [5, 3, 4], 3.0, "sgd", 0.5, True), ((2, 8, 1), [7, 7], 5.0, "adamw", 1.0, False),
+              ((5, 4, 2), [3, 6, 2, 4], 1.0, "sgd", 2.0, False), ((3, 3, 3), [4], 0.2, "adamw", 100.0, True),
+              ((3, 5, 2), [4], 1.0, "sgd", 0.0, False)]
+    cases = []
+    for dims, rows, scale, opt, max_norm, unused in specs:
+        meta = {"seed": int(rng.integers(2**31)), "dims": dims, "rows": rows, "scale": scale, "optimizer": opt,
+                "max_norm": max_norm, "unused": unused}
+        cases.append(Case(f"{len(rows)} step(s) of {opt.upper()} on a {dims[0]}-{dims[1]}-{dims[2]} network "
+                          f"(starting in eval mode, with stale gradients){', one parameter unused' if unused else ''}, "
+                          f"batches of {rows} rows, inputs scaled by {scale:g}, max_grad_norm={max_norm:g}",
+                          meta=meta))
+    return cases
+
+
+def _setup(meta: dict) -> tuple[_Net, torch.optim.Optimizer]:
+    """The network in eval mode with stale gradients (left from an earlier backward pass)."""
+    model = _net(meta)
+    model.eval()
+    gen = torch.Generator().manual_seed(meta["seed"] + 2)
+    for p in model.parameters():
+        p.grad = torch.randn(p.shape, generator=gen)
+    if meta["optimizer"] == "sgd":
+        return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return model, torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+
+
+def _after(model: _Net, returned: list) -> dict[str, Any]:
+    return {"returned (loss, gradient norm) per step": returned,
+            "parameters after": {n: p.detach().clone() for n, p in model.named_parameters()},
+            "gradients after the last step": {n: None if p.grad is None else p.grad.clone()
+                                              for n, p in model.named_parameters()},
+            "in training mode after": model.training}
+
+
+def _step_call(fn: Any, case: Case) -> Any:
+    model, optimizer = _setup(case.meta)
+    returned = [fn(model, optimizer, _squared_error, batch, case.meta["max_norm"]) for batch in _batches(case.meta)]
+    return _after(model, returned)
+
+
+def _step(case: Case, *, clip_after: bool = False, zero: bool = True, per_param: bool = False,
+          norm_after: bool = False, train: bool = True, always: bool = False) -> Any:
+    meta = case.meta
+    max_norm = meta["max_norm"]
+    if max_norm <= 0:
+        return raises("max_grad_norm must be positive")
+    model, optimizer = _setup(meta)
+    returned = []
+    for batch in _batches(meta):
+        model.train(train)
+        if zero:
+            optimizer.zero_grad(set_to_none=True)
+        loss = _squared_error(model, batch)
+        loss.backward()
+        params = [p for p in model.parameters() if p.grad is not None]
+        if clip_after:
+            optimizer.step()
+        if per_param:
+            norms = [torch.nn.utils.clip_grad_norm_([p], max_norm) for p in params]
+            norm = torch.linalg.vector_norm(torch.stack(norms))
+        elif always:
+            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
+            for p in params:
+                p.grad.mul_(max_norm / (norm + 1e-6))
+        else:
+            norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        if not clip_after:
+            optimizer.step()
+        if norm_after:
+            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
+        returned.append((loss.item(), norm.item()))
+    return _after(model, returned)
+
+
+def _clipped(case: Case) -> bool:
+    """Some step's gradient norm exceeds max_grad_norm (else clipping changes nothing)."""
+    out = _step(case)
+    return not isinstance(out, Raises) and any(
+        n > case.meta["max_norm"] for _, n in out["returned (loss, gradient norm) per step"])
+
+
+# ------------------------------------------------------- 10.5 evaluate ---
+
+def _eval_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    # (dims, rows per batch, starting mode, batches given as)
+    specs = [((3, 4, 1), [3, 5, 2], "train", "list"), ((2, 3, 2), [4, 4], "eval", "list")] if not hidden else [
+        ((4, 5, 2), [1, 6, 3, 2], "train", "list"), ((3, 4, 1), [5, 2, 7], "eval", "generator"),
+        ((2, 6, 3), [8], "train", "generator"), ((3, 3, 1), [2, 9], "eval", "list"), ((3, 3, 1), [], "train", "list")]
+    cases = []
+    for dims, rows, mode, given in specs:
+        meta = {"seed": int(rng.integers(2**31)), "dims": dims, "rows": rows, "scale": 1.0, "unused": False,
+                "mode": mode, "given": given}
+        cases.append(Case(f"{len(rows)} held-out batch(es) of {rows} rows as a {given}, the model in {mode} mode",
+                          meta=meta))
+    return cases
+
+
+def _counted(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
+    """(mean squared error over the batch's rows, number of rows)."""
+    return _squared_error(model, batch), len(batch[0])
+
+
+def _eval_call(fn: Any, case: Case) -> Any:
+    model = _net(case.meta)
+    model.train(case.meta["mode"] == "train")
+    batches = _batches(case.meta)
+    loss = fn(model, iter(batches) if case.meta["given"] == "generator" else batches, _counted)
+    return {"loss": loss, "every forward pass in eval mode": all(not t for t, _ in model.calls),
+            "every forward pass without gradients": all(not g for _, g in model.calls),
+            "forward passes": len(model.calls), "mode after": "train" if model.training else "eval"}
+
+
+def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool = True,
+          weighted: bool = True) -> Any:
+    meta = case.meta
+    if not meta["rows"]:
+        return raises("no batches to evaluate")
+    model = _net(meta)
+    model.train(train)
+    with torch.set_grad_enabled(grad):
+        losses = [(_squared_error(model, b).item(), len(b[0])) for b in _batches(meta)]
+    if weighted:
+        loss = sum(v * n for v, n in losses) / sum(n for _, n in losses)
+    else:
+        loss = sum(v for v, _ in losses) / len(losses)
+    return {"loss": loss, "every forward pass in eval mode": not train, "every forward pass without gradients": not grad,
+            "forward passes": len(losses), "mode after": meta["mode"] if restore else ("train" if train else "eval")}
+
+
+def _unequal(case: Case) -> bool:
+    return len(set(case.meta["rows"])) > 1
+
+
+register(
+    __name__,
+    Check(name="lr_at", cases=_lr_cases, call=_lr_call, expected=_lr,
+          mistakes=[Mistake("Is your warm-up one step late? Step 0 must already train: lr = max_lr * (step + 1) / "
+                            "warmup_steps, reaching max_lr at step warmup_steps - 1.",
+                            _when(_lr, _warm, warmup="step")),
+                    Mistake("Did you divide by warmup_steps + 1? The warm-up reaches max_lr at step warmup_steps - 1: "
+                            "lr = max_lr * (step + 1) / warmup_steps.", _when(_lr, _warm, warmup="of w + 1")),
+                    Mistake("Did you start the decay at step 0? The cosine runs from max_lr at step warmup_steps to "
+                            "min_lr at step total_steps: t = (step - warmup_steps) / (total_steps - warmup_steps).",
+                            _when(_lr, _warm, decay_from="zero")),
+                    Mistake("Did the cosine go on after total_steps? Past the end the rate stays at min_lr.",
+                            variant(_lr, clamp=False)),
+                    Mistake("Did you decay to 0 instead of min_lr?", _when(_lr, _with_min, use_min=False)),
+                    Mistake("Did you decay linearly? The schedule is a cosine: (1 + cos(pi * t)) / 2.",
+                            variant(_lr, shape="linear"))],
+          hint="lr_at(step, max_lr, warmup_steps, total_steps, min_lr=0.0): max_lr * (step + 1) / warmup_steps "
+               "during the warm-up; then min_lr + (max_lr - min_lr) * (1 + cos(pi * t)) / 2 with t = (step - warmup) / "
+               "(total - warmup) up to total_steps; min_lr after it. A float. Raises ValueError unless step >= 0 and "
+               "0 <= warmup_steps < total_steps."),
+    Check(name="train_step", cases=_step_cases, call=_step_call, expected=_step, inputs_unchanged=False,
+          mistakes=[Mistake("Did you clip after optimizer.step()? Clipping must change the gradients BEFORE the "
+                            "step uses them: backward, clip, step.", _when(_step, _clipped, clip_after=True)),
+                    Mistake("Did you forget to clear the old gradients? backward() adds to .grad: call "
+                            "optimizer.zero_grad() (or model.zero_grad()) before it.", variant(_step, zero=False)),
+                    Mistake("Did you clip each parameter's gradient on its own? The norm is the L2 norm of ALL "
+                            "gradients together (one vector), and every gradient is scaled by the same factor.",
+                            _when(_step, _clipped, per_param=True)),
+                    Mistake("Did you return the norm after clipping? Return the norm measured before clipping (it is "
+                            "what you would log to see how often clipping happens).",
+                            _when(_step, _clipped, norm_after=True)),
+                    Mistake("Did you forget model.train()? The model may arrive in eval mode (after an evaluation): "
+                            "dropout and the like must be on while training.", variant(_step, train=False)),
+                    Mistake("Did you always rescale the gradients to norm max_grad_norm? Clip only when the norm is "
+                            "larger; smaller gradients are left alone.",
+                            _when(_step, lambda c: not _clipped(c), always=True))],
+          hint="train_step: model.train(); clear the gradients; loss = loss_fn(model, batch); loss.backward(); norm = "
+               "L2 norm of all the gradients together (parameters without a gradient skipped); if norm > "
+               "max_grad_norm multiply every gradient by max_grad_norm / (norm + 1e-6); optimizer.step(); return "
+               "(loss.item(), norm before clipping as a float). max_grad_norm <= 0 raises ValueError.",
+          forbid=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
+                  "torch.nn.utils.clip_grads_with_norm_")),
+    Check(name="evaluate", cases=_eval_cases, call=_eval_call, expected=_eval, inputs_unchanged=False,
+          mistakes=[Mistake("Did you leave the model in training mode? Call model.eval() before evaluating: "
+                            "dropout must be off on held-out data.", variant(_eval, train=True)),
+                    Mistake("Did you record gradients? Evaluate under torch.no_grad(): no graph is needed, and it "
+                            "costs memory and time.", variant(_eval, grad=True)),
+                    Mistake("Did you leave the model in eval mode? Put it back in the mode it arrived in "
+                            "(model.train(was_training)), or the next training steps run without dropout.",
+                            _when(_eval, lambda c: c.meta["mode"] == "train", restore=False)),
+                    Mistake("Did you average the batch means? Batches count different numbers of tokens: weight each "
+                            "batch's mean by its count, sum(mean_b * count_b) / sum(count_b).",
+                            _when(_eval, _unequal, weighted=False))],
+          hint="evaluate: remember model.training, call model.eval(), loop once over the batches under "
+               "torch.no_grad() adding mean * count and count, restore the mode, return the total over the count as "
+               "a float; no batches (no counted tokens) raises ValueError."),
+)

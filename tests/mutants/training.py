@@ -1,0 +1,167 @@
+from submissions import Mutant
+
+# 10.1 shift_for_teacher_forcing
+_CHECK_DIM = "if tgt.dim() != 2:"
+_LENGTHS = "lengths = (tgt != pad).sum(dim=1)"
+_COLUMN = "column = torch.full((batch, 1), pad, dtype=tgt.dtype, device=tgt.device)"
+_EOS = "target[torch.arange(batch), lengths] = eos"
+_RET_SHIFT = "return decoder_input, target"
+# 10.2 cross_entropy
+_LOG_P = "log_p = log_softmax(logits, dim=-1)"
+_NO_PAD_MASS = "classes[pad] = False"
+_MIX = "loss = (1.0 - label_smoothing) * nll + label_smoothing * uniform"
+_COUNTED = "counted = targets != pad if pad is not None else torch.ones_like(targets, dtype=torch.bool)"
+_MEAN = "return loss[counted].mean()"
+_EPS_CHECK = "if not 0.0 <= label_smoothing <= 1.0:"
+# 10.3 lr_at
+_WARM = "return max_lr * (step + 1) / warmup_steps"
+_T = "    t = (step - warmup_steps) / (total_steps - warmup_steps)\n    return min_lr"
+_CLAMP = "if step > total_steps:"
+_COSINE = "return min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * t)) / 2"
+_LR_CHECK = "if step < 0 or warmup_steps < 0 or total_steps <= warmup_steps:"
+# 10.4 train_step
+_TRAIN = "model.train()\n"
+_ZERO = "optimizer.zero_grad(set_to_none=True)"
+_GRADS = "grads = [p.grad for p in model.parameters() if p.grad is not None]"
+_IF_CLIP = "if norm > max_grad_norm:"
+_SCALE = "g.mul_(max_grad_norm / (norm + 1e-6))"
+_STEP_RET = "    optimizer.step()\n    return loss.item(), norm.item()"
+_NORM = ("norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))\n"
+         "    if norm > max_grad_norm:\n        for g in grads:\n            g.mul_(max_grad_norm / (norm + 1e-6))")
+# 10.5 evaluate
+_EVAL = "model.eval()"
+_NO_GRAD = "with torch.no_grad():"
+_RESTORE = "model.train(was_training)"
+_ADD = "total += loss.item() * n"
+_COUNT = "count += n"
+_WAS = "was_training = model.training"
+_EVAL_RET = "return total / count"
+# 10.6 mask_tokens
+_SELECT = "selected = ordinary & (draw < p)"
+_LABELS = "labels = torch.where(selected, tokens, torch.full_like(tokens, IGNORE))"
+_CANDIDATES = "candidates = torch.tensor([i for i in range(vocab_size) if i not in set(special.tolist())])"
+_DRAW = "draw = torch.rand(tokens.shape, generator=generator)"
+_MASK80 = "inputs[selected & (action < 0.8)] = mask_id"
+_SWAP = "swap = selected & (action >= 0.8) & (action < 0.9)"
+_CLONE = "inputs = tokens.clone()"
+_P_CHECK = "if not 0.0 <= p <= 1.0:"
+_MASK_RET = "return inputs, labels"
+
+SHIFT, CE, LR, STEP, EVAL, MASK = ("teacher-forcing", "cross-entropy", "lr-schedule", "train-step", "evaluate",
+                                   "mask-tokens")
+T1, T2, T3, T4, T5, T6 = ((f"test-{c}",) for c in (SHIFT, CE, LR, STEP, EVAL, MASK))
+_IN_PLACE = "changed its input"
+
+MUTANTS = [
+    # --- 10.1 teacher forcing
+    Mutant("targets not shifted", SHIFT, ((_RET_SHIFT, "return decoder_input, decoder_input.clone()"),), T1,
+           hint="Did you forget to shift?"),
+    Mutant("eos in the last column", SHIFT, ((_EOS, "target[:, -1] = eos"),), T1,
+           hint="Did you put <eos> in the last column?"),
+    Mutant("eos left out", SHIFT, ((_EOS, "pass"),), T1, hint="Did you leave out <eos>?"),
+    Mutant("padding id assumed to be 0", SHIFT, ((_LENGTHS, "lengths = (tgt != 0).sum(dim=1)"),), T1,
+           hint="Did you assume the padding id is 0?"),
+    Mutant("int64 whatever tgt's dtype", SHIFT, ((_COLUMN, _COLUMN.replace("tgt.dtype", "torch.long")),), T1,
+           hint="expected dtype int32, got int64"),
+    Mutant("3-d input accepted", SHIFT, ((_CHECK_DIM, "if False:"),), T1, hint="expected ValueError to be raised"),
+    # --- 10.2 cross-entropy
+    Mutant("padding counted in the loss", CE, ((_COUNTED, "counted = torch.ones_like(targets, dtype=torch.bool)"),),
+           T2, hint="Did you count the padding?"),
+    Mutant("smoothing mass spread over the padding token", CE, ((_NO_PAD_MASS, "pass"),), T2,
+           hint="Did you spread the smoothing mass over the padding token too"),
+    Mutant("smoothing without (1 - eps) on the true class", CE,
+           ((_MIX, "loss = nll + label_smoothing * uniform"),), T2, hint="Did you forget the (1 - eps)"),
+    Mutant("summed, not averaged", CE, ((_MEAN, "return loss[counted].sum()"),), T2,
+           hint="Did you sum instead of averaging?"),
+    Mutant("mean of the rows' means", CE,
+           ((_MEAN, "return torch.stack([r[c].mean() for r, c in zip(loss.reshape(targets.shape[0], -1), "
+                    "counted.reshape(targets.shape[0], -1))]).mean()"),), T2,
+           hint="Did you average each row first, then the rows?"),
+    Mutant("log(softmax(x)), unstable", CE, ((_LOG_P, "log_p = torch.log(torch.softmax(logits, dim=-1))"),), T2,
+           hint="Did you take log(softmax(x))?"),
+    Mutant("result cast to float32", CE, ((_MEAN, "return loss[counted].mean().float()"),), T2,
+           hint="expected dtype float64, got float32"),
+    Mutant("label_smoothing not checked", CE, ((_EPS_CHECK, "if False:"),), T2,
+           hint="expected ValueError to be raised"),
+    Mutant("logits shifted in place", CE,
+           ((_LOG_P, "log_p = logits.sub_(logits.amax(dim=-1, keepdim=True)) - "
+                     "logits.exp().sum(dim=-1, keepdim=True).log()"),), T2, hint=_IN_PLACE),
+    Mutant("F.cross_entropy (not allowed)", CE,
+           ((_MEAN, "return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), "
+                    "targets.reshape(-1), ignore_index=-100 if pad is None else pad, "
+                    "label_smoothing=label_smoothing)"),), T2, hint="is not allowed in this exercise"),
+    # --- 10.3 the schedule
+    Mutant("warm-up off by one step", LR, ((_WARM, "return max_lr * step / warmup_steps"),), T3,
+           hint="Is your warm-up one step late?"),
+    Mutant("warm-up divided by warmup_steps + 1", LR, ((_WARM, "return max_lr * (step + 1) / (warmup_steps + 1)"),),
+           T3, hint="Did you divide by warmup_steps + 1?"),
+    Mutant("decay measured from step 0", LR, ((_T, "    t = step / total_steps\n    return min_lr"),), T3,
+           hint="Did you start the decay at step 0?"),
+    Mutant("cosine not held after total_steps", LR, ((_CLAMP, "if False:"),), T3,
+           hint="Did the cosine go on after total_steps?"),
+    Mutant("decays to 0, min_lr ignored", LR,
+           ((_COSINE, "return max_lr * (1 + math.cos(math.pi * t)) / 2"),), T3,
+           hint="Did you decay to 0 instead of min_lr?"),
+    Mutant("linear decay", LR, ((_COSINE, "return min_lr + (max_lr - min_lr) * (1 - t)"),), T3,
+           hint="Did you decay linearly?"),
+    Mutant("a tensor, not a float", LR,
+           ((_COSINE, "return torch.tensor(min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * t)) / 2)"),), T3,
+           hint="expected the number"),
+    Mutant("warmup_steps >= total_steps accepted", LR, ((_LR_CHECK, "if step < 0:"),), T3,
+           hint="expected ValueError to be raised"),
+    # --- 10.4 the training step
+    Mutant("clipping after the optimizer step", STEP,
+           ((_GRADS, "optimizer.step()\n    " + _GRADS), (_STEP_RET, "    return loss.item(), norm.item()")), T4,
+           hint="Did you clip after optimizer.step()?"),
+    Mutant("old gradients not cleared", STEP, ((_ZERO, "pass"),), T4,
+           hint="Did you forget to clear the old gradients?"),
+    Mutant("each gradient clipped on its own", STEP,
+           ((_SCALE, "g.mul_(min(1.0, max_grad_norm / (g.norm().item() + 1e-6)))"),), T4,
+           hint="Did you clip each parameter's gradient on its own?"),
+    Mutant("norm after clipping returned", STEP,
+           ((_STEP_RET, "    optimizer.step()\n    return loss.item(), torch.linalg.vector_norm("
+                        "torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()"),), T4,
+           hint="Did you return the norm after clipping?"),
+    Mutant("model.train() forgotten", STEP, ((_TRAIN, "pass\n"),), T4, hint="Did you forget model.train()?"),
+    Mutant("gradients always rescaled to the threshold", STEP, ((_IF_CLIP, "if True:"),), T4,
+           hint="Did you always rescale the gradients"),
+    Mutant("clip_grad_norm_ (not allowed)", STEP,
+           ((_NORM, "norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)"),), T4,
+           hint="is not allowed in this exercise"),
+    Mutant("tensors returned, not floats", STEP, ((_STEP_RET, "    optimizer.step()\n    return loss.detach(), norm"),),
+           T4, hint="expected the number"),
+    # --- 10.5 evaluation
+    Mutant("evaluation left in training mode", EVAL, ((_EVAL, "pass"),), T5,
+           hint="Did you leave the model in training mode?"),
+    Mutant("evaluation with gradients on", EVAL, ((_NO_GRAD, "with torch.enable_grad():"),), T5,
+           hint="Did you record gradients?"),
+    Mutant("mode not restored", EVAL, ((_RESTORE, "pass"),), T5, hint="Did you leave the model in eval mode?"),
+    Mutant("mean of the batch means", EVAL, ((_ADD, "total += loss.item()"), (_COUNT, "count += 1")), T5,
+           hint="Did you average the batch means?"),
+    Mutant("a tensor, not a float", EVAL, ((_EVAL_RET, "return torch.tensor(total / count)"),), T5,
+           hint="expected the number"),
+    Mutant("len() of the batches (a generator has none)", EVAL,
+           ((_WAS, "if len(batches) == 0:\n        raise ValueError('no batches')\n    " + _WAS),), T5,
+           hint="has no len()"),
+    # --- 10.6 masked tokens
+    Mutant("special tokens selected", MASK, ((_SELECT, "selected = draw < p"),), T6,
+           hint="Did you select special tokens?"),
+    Mutant("a label at every position", MASK, ((_LABELS, "labels = tokens.clone()"),), T6,
+           hint="Did you give every position a label?"),
+    Mutant("random replacement from the whole vocabulary", MASK, ((_CANDIDATES, "candidates = torch.arange(vocab_size)"),),
+           T6, hint="Did you draw the random replacement from the whole vocabulary?"),
+    Mutant("global random generator", MASK, ((_DRAW, "draw = torch.rand(tokens.shape)"),), T6,
+           hint="Did you use the global random generator?"),
+    Mutant("every selected token masked", MASK,
+           ((_MASK80, "inputs[selected] = mask_id"), (_SWAP, "swap = selected & (action > 2)")), T6,
+           hint="Did you replace every selected token by the mask?"),
+    Mutant("random share drawn from what masking left (2%)", MASK,
+           ((_SWAP, "swap = selected & (action >= 0.8) & (torch.rand(tokens.shape, generator=generator) < 0.1)"),),
+           T6, hint="Did you give a random token to 10% of the positions left after masking?"),
+    Mutant("labels taken after masking", MASK,
+           ((_MASK_RET, "return inputs, torch.where(selected, inputs, torch.full_like(tokens, IGNORE))"),), T6,
+           hint="Did you take the labels after masking?"),
+    Mutant("tokens masked in place", MASK, ((_CLONE, "inputs = tokens"),), T6, hint=_IN_PLACE),
+    Mutant("p not checked", MASK, ((_P_CHECK, "if False:"),), T6, hint="expected ValueError to be raised"),
+    Mutant("labels as int32", MASK, ((_LABELS, _LABELS + ".int()"),), T6, hint="shapes and dtypes"),
+]
