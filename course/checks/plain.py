@@ -65,7 +65,7 @@ def _encode(x: Any, depth: int = 0) -> Any:
     if array is not None:
         if array.dtype.name not in ALLOWED_DTYPES:
             array = array.astype(np.float64 if array.dtype.kind in "fc" else np.int64)
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes a 0-d array 1-d
         return {"__ndarray__": array.dtype.name, "shape": list(array.shape),
                 "data": base64.b64encode(array.tobytes()).decode("ascii")}
     if isinstance(x, tuple):

@@ -37,7 +37,7 @@ def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         label = (describe(logits=logits, targets=targets) + f" ({str(dtype).removeprefix('torch.')})"
                  + (f", logits scaled by {scale:g}" if scale != 1 else "")
                  + "".join(f", {k}={v}" for k, v in kw.items()))
-        cases.append(Case(label, (logits, targets), kw))
+        cases.append(Case(label, (logits, targets), kw, meta={"scale": scale}))
     return cases
 
 
@@ -113,7 +113,7 @@ register(
                             _when(_padded, reduce="rows")),
                     Mistake("Did you take log(softmax(x))? For large logits exp overflows (or the softmax "
                             "underflows to 0 and its log is -inf): use a log-softmax (chapter 9).",
-                            variant(_ce, naive=True))],
+                            _when(lambda c: c.meta.get("scale", 1) > 100, naive=True))],
           hint="cross_entropy: mean over the positions whose target is not pad of -sum_c q_c log softmax(logits)_c, "
                "q = (1 - eps) one_hot(target) + eps * uniform over the classes other than pad; a 0-dim tensor of the "
                "logits' dtype; label_smoothing outside [0, 1] or mismatched shapes raise ValueError.",

@@ -50,7 +50,11 @@ def _lr(case: Case, *, warmup: str = "step + 1", decay_from: str = "warmup", cla
         if step < 0 or w < 0 or total <= w:
             return raises("need step >= 0 and 0 <= warmup_steps < total_steps")
         if step < w:
-            out.append(max_lr * {"step + 1": (step + 1) / w, "step": step / w, "of w + 1": (step + 1) / (w + 1)}[warmup])
+            out.append(max_lr * {"step + 1": (step + 1) / w, "step": step / w, "of w + 1": (step + 1) / (w + 1),
+                                 "<=": (step + 1) / w}[warmup])
+            continue
+        if warmup == "<=" and step == w:                          # one warm-up step too many
+            out.append(max_lr * (step + 1) / w)
             continue
         if step > total and clamp:
             out.append(floor)
@@ -146,9 +150,12 @@ def _setup(meta: dict) -> tuple[_Net, torch.optim.Optimizer]:
 
 
 def _after(model: _Net, returned: list) -> dict[str, Any]:
+    """What a run of steps leaves. A parameter without a gradient shows zeros (cleared gradients
+    may be None, as optimizer.zero_grad() leaves them, or zeros)."""
     return {"returned (loss, gradient norm) per step": returned,
+            "forward passes": len(model.calls),
             "parameters after": {n: p.detach().clone() for n, p in model.named_parameters()},
-            "gradients after the last step": {n: None if p.grad is None else p.grad.clone()
+            "gradients after the last step": {n: torch.zeros_like(p) if p.grad is None else p.grad.clone()
                                               for n, p in model.named_parameters()},
             "in training mode after": model.training}
 
@@ -231,7 +238,7 @@ def _eval_call(fn: Any, case: Case) -> Any:
             "forward passes": len(model.calls), "mode after": "train" if model.training else "eval"}
 
 
-def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool = True,
+def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool | str = True,
           weighted: bool = True) -> Any:
     meta = case.meta
     if not meta["rows"]:
@@ -245,7 +252,8 @@ def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool 
     else:
         loss = sum(v for v, _ in losses) / len(losses)
     return {"loss": loss, "every forward pass in eval mode": not train, "every forward pass without gradients": not grad,
-            "forward passes": len(losses), "mode after": meta["mode"] if restore else ("train" if train else "eval")}
+            "forward passes": len(losses),
+            "mode after": meta["mode"] if restore is True else restore if restore else ("train" if train else "eval")}
 
 
 def _unequal(case: Case) -> bool:
@@ -260,6 +268,9 @@ register(
                             _when(_lr, _warm, warmup="step")),
                     Mistake("Did you divide by warmup_steps + 1? The warm-up reaches max_lr at step warmup_steps - 1: "
                             "lr = max_lr * (step + 1) / warmup_steps.", _when(_lr, _warm, warmup="of w + 1")),
+                    Mistake("Did you warm up through step warmup_steps (step <= warmup_steps)? The warm-up covers "
+                            "steps 0 .. warmup_steps - 1; at step warmup_steps the rate is max_lr, where the "
+                            "cosine starts.", _when(_lr, _warm, warmup="<=")),
                     Mistake("Did you start the decay at step 0? The cosine runs from max_lr at step warmup_steps to "
                             "min_lr at step total_steps: t = (step - warmup_steps) / (total_steps - warmup_steps).",
                             _when(_lr, _warm, decay_from="zero")),
@@ -302,6 +313,9 @@ register(
                     Mistake("Did you leave the model in eval mode? Put it back in the mode it arrived in "
                             "(model.train(was_training)), or the next training steps run without dropout.",
                             _when(_eval, lambda c: c.meta["mode"] == "train", restore=False)),
+                    Mistake("Did you call model.train() at the end whatever the mode was? Restore the mode the "
+                            "model arrived in: model.train(was_training).",
+                            _when(_eval, lambda c: c.meta["mode"] == "eval", restore="train")),
                     Mistake("Did you average the batch means? Batches count different numbers of tokens: weight each "
                             "batch's mean by its count, sum(mean_b * count_b) / sum(count_b).",
                             _when(_eval, _unequal, weighted=False))],
