@@ -14,18 +14,33 @@ ready for `grade`. Understood layouts, per notebook in the archive:
 The archive is untrusted: members are read with a size limit, never
 extracted by path (no "zip slip"), links are skipped, and a student with
 several notebooks keeps the newest (by the archive's timestamp).
+
+Next to each notebook goes nbgrader's ``timestamp.txt``: when it was handed
+in, which is the time the LMS gave the file in the archive (Canvas and
+Moodle stamp each file with its submission time). A zip member's time is
+the UTC time of its Info-ZIP "extended timestamp" where the archive has
+one, else its plain zip time, a local time without a zone, read in the
+course's time zone (``schedule.yml``; pass `timezone` where the LMS uses
+another). A member with no time at all (the zip format's 1980-01-01) gets
+no timestamp.txt: nbgrader then never counts it late.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import zipfile
 from pathlib import Path, PurePosixPath
+from zoneinfo import ZoneInfo
 
 from .intake import MAX_NOTEBOOK_BYTES, STUDENT_ID
+from .late import TIMESTAMP, format_timestamp
+from .schedule import load_schedule
 
 CANVAS = re.compile(r"^[^/_]+_(?:late_)?(\d+)_\d+_.+\.ipynb$", re.I)
 MOODLE = re.compile(r"^.+_(\d+)_assignsubmission_file_?$")
+NO_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip time: what a member gets when none was recorded
+EXTENDED_TIMESTAMP = 0x5455  # Info-ZIP's "UT" extra field: flags, then the mtime in Unix seconds (UTC)
 
 
 def student_of(member: PurePosixPath, chapter: str) -> str | None:
@@ -42,8 +57,23 @@ def student_of(member: PurePosixPath, chapter: str) -> str | None:
     return None
 
 
-def collect(archive: Path, chapter: str, into: Path) -> dict[str, str]:
-    """Write each student's notebook under `into`; return {student: member}."""
+def handed_in(info: zipfile.ZipInfo, zone: ZoneInfo) -> dt.datetime | None:
+    """When the archive says a member was handed in (UTC), or None when it holds no time."""
+    extra = info.extra
+    while len(extra) >= 4:
+        kind, size = int.from_bytes(extra[:2], "little"), int.from_bytes(extra[2:4], "little")
+        data, extra = extra[4:4 + size], extra[4 + size:]
+        if kind == EXTENDED_TIMESTAMP and len(data) >= 5 and data[0] & 1:
+            return dt.datetime.fromtimestamp(int.from_bytes(data[1:5], "little"), dt.timezone.utc)
+    if info.date_time == NO_TIME:
+        return None
+    return dt.datetime(*info.date_time, tzinfo=zone).astimezone(dt.timezone.utc)
+
+
+def collect(archive: Path, chapter: str, into: Path, timezone: str | None = None) -> dict[str, str]:
+    """Write each student's notebook, and its timestamp.txt, under `into`; return {student: member}.
+    `timezone` is the zone of the archive's plain zip times (default: the course's, schedule.yml)."""
+    zone = ZoneInfo(timezone or load_schedule().timezone)
     chosen: dict[str, zipfile.ZipInfo] = {}
     with zipfile.ZipFile(archive) as zf:
         for info in zf.infolist():
@@ -65,4 +95,10 @@ def collect(archive: Path, chapter: str, into: Path) -> dict[str, str]:
             dest = into / student / chapter / f"{chapter}.ipynb"
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
+            when = handed_in(info, zone)
+            stamp = dest.parent / TIMESTAMP
+            if when is None:
+                stamp.unlink(missing_ok=True)
+            else:
+                stamp.write_text(format_timestamp(when) + "\n")
     return {s: i.filename for s, i in chosen.items()}

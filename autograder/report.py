@@ -1,12 +1,14 @@
 """The instructor's report on a graded class: OUT/report/ next to grades.csv.
 
-For every chapter and every exercise (autograder test cell): how many
-students, the mean score, the share with full marks, and the most common
-reason for losing points, read from the verdicts the judge wrote into the
-autograded notebooks. A reason is the hint of the known mistake a failed
-case matched (the check's `Mistake` hints, see `course.checks.framework`),
-or one of a few plain categories ("not attempted", "the test cell did not
-reach the check"). Written as ``report/index.html`` (one page: figures, and
+For every chapter and every exercise (autograder test cell, or written
+answer graded by hand): how many students, the mean score, the share with
+full marks, and the most common reason for losing points, read from the
+verdicts the judge wrote into the autograded notebooks. A reason is the
+hint of the known mistake a failed case matched (the check's `Mistake`
+hints, see `course.checks.framework`), or one of a few plain categories
+("not attempted", "the test cell did not reach the check"); a written
+answer was not given, awaits grading by hand, or lost points there.
+Written as ``report/index.html`` (one page: figures, and
 the three most common reasons per exercise), ``report/exercises.csv`` (the
 table, with the most common reason) and one score histogram and
 one pass-rate chart per chapter as PNG.
@@ -26,9 +28,14 @@ from nbgrader import utils
 
 from course.checks.framework import CheckUnavailable, get_check
 
+from .selfcheck import written_answers
+
 NOT_ATTEMPTED = "not attempted (the stub still raises NotImplementedError)"
 NOT_REACHED = "the test cell did not reach the check (an error before it, or the kernel died or timed out)"
 OTHER = "a wrong result that matches no known mistake"
+WRITTEN_EMPTY = "written answer not given"
+WRITTEN_PENDING = "written answer awaits grading by hand"
+WRITTEN_MARKED = "written answer: points taken off by hand"
 TOP_REASONS = 3  # reasons the HTML page lists per exercise
 _FAILED_CHECK = re.compile(r"^✗ (\S+): ")
 _CASE = re.compile(r"^  - case '.*?': ")
@@ -91,10 +98,12 @@ def failure_reason(report: str) -> str | None:
     return None
 
 
-def _test_cells(notebook: Path) -> dict[str, str]:
-    """{grade id: the judge's report} of an autograded notebook's test cells."""
+def _graded_cells(notebook: Path) -> dict[str, str]:
+    """{grade id: the judge's report} of an autograded notebook's test cells, and for its written
+    answers `WRITTEN_MARKED`, or `WRITTEN_EMPTY` where the student left the released text (nbgrader
+    then gives 0 itself)."""
     nb = nbformat.read(notebook, as_version=4)
-    reports = {}
+    reports = {gid: WRITTEN_MARKED if answered else WRITTEN_EMPTY for gid, _, answered in written_answers(nb)}
     for cell in nb.cells:
         if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
             reports[cell.metadata.nbgrader["grade_id"]] = "".join(o.get("text", "") for o in cell.outputs
@@ -102,14 +111,25 @@ def _test_cells(notebook: Path) -> dict[str, str]:
     return reports
 
 
+def _reason(report: str, awaits_manual_grading: bool) -> str:
+    """Why an exercise lost points: a written answer's fate, or the test cell's `failure_reason`."""
+    if report == WRITTEN_MARKED and awaits_manual_grading:
+        return WRITTEN_PENDING
+    if report in (WRITTEN_EMPTY, WRITTEN_MARKED):
+        return report
+    return failure_reason(report) or OTHER
+
+
 def collect(out: Path) -> tuple[dict[str, list[float]], dict[str, float], list[Exercise]]:
     """From OUT: each chapter's total scores, its maximum, and its exercises."""
     totals: dict[str, list[float]] = defaultdict(list)
     maxima: dict[str, float] = {}
+    statuses: dict[tuple[str, str], str] = {}
     with open(out / "grades.csv") as f:
         for row in csv.DictReader(f):
             totals[row["assignment"]].append(float(row["score"]))
             maxima[row["assignment"]] = float(row["max_score"])
+            statuses[(row["student_id"], row["assignment"])] = row["status"]
     exercises: dict[tuple[str, str], Exercise] = {}
     reports: dict[tuple[str, str], dict[str, str]] = {}
     with open(out / "exercises.csv") as f:
@@ -122,9 +142,9 @@ def collect(out: Path) -> tuple[dict[str, list[float]], dict[str, float], list[E
                 where = (row["student_id"], row["assignment"])
                 if where not in reports:
                     path = out / "nbgrader" / "autograded" / row["student_id"] / row["assignment"] / f"{row['notebook']}.ipynb"
-                    reports[where] = _test_cells(path) if path.is_file() else {}
-                reason = failure_reason(reports[where].get(row["grade_id"], "")) or OTHER
-                ex.reasons[reason] += 1
+                    reports[where] = _graded_cells(path) if path.is_file() else {}
+                awaits = "awaits manual grading" in statuses.get(where, "")
+                ex.reasons[_reason(reports[where].get(row["grade_id"], ""), awaits)] += 1
     return totals, maxima, list(exercises.values())
 
 

@@ -6,7 +6,9 @@ what the student's code returned), then the judge's own verdict
 (`autograder.judge.cell_verdict`) for each test cell, scored with nbgrader's
 rule. So each exercise gets exactly the points the grader's visible tests
 give it, partial credit included; only the hidden tests (absent from a
-student's copy) are left for grading.
+student's copy) are left for grading. Written answers (nbgrader's manually
+graded answer cells) are listed, answered or not, and left out of the score:
+the instructor grades them by hand.
 """
 
 from __future__ import annotations
@@ -55,8 +57,16 @@ def score_cells(nb: nbformat.NotebookNode, probe: Path) -> list[tuple[str, float
     return scores
 
 
+def written_answers(nb: nbformat.NotebookNode) -> list[tuple[str, float, bool]]:
+    """(grade id, points, answered) of each written answer: a cell nbgrader grades by hand. It is
+    unanswered while it holds the released text (nbgrader's checksum, as the grader decides)."""
+    return [(cell.metadata.nbgrader["grade_id"], float(cell.metadata.nbgrader["points"]),
+             utils.compute_checksum(cell) != cell.metadata.nbgrader.get("checksum"))
+            for cell in nb.cells if utils.is_grade(cell) and utils.is_solution(cell)]
+
+
 def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
-    """Execute `notebook`, print each exercise's verdict; return (score, max)."""
+    """Execute `notebook`, print each exercise's verdict; return the autograded (score, max)."""
     nb = nbformat.read(notebook, as_version=4)
     with tempfile.TemporaryDirectory(prefix="course-self-check-") as tmp:
         probe = Path(tmp)
@@ -69,6 +79,13 @@ def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
         print(f"  {status}  {gid:<32} {score:g}/{points:g}")
         if status == "FAIL":
             print("\n".join("        " + line for line in report.rstrip().splitlines()))
+    written = written_answers(nb)
+    for gid, points, answered in written:
+        status, note = ("HAND", "answered: your instructor grades it by hand") if answered else \
+            ("TODO", "a written answer, not answered yet")
+        print(f"  {status}  {gid:<32} ?/{points:g}  {note}")
     got, total = sum(s[1] for s in scores), sum(s[2] for s in scores)
-    print(f"\nScore so far: {got:g} / {total:g} points")
+    by_hand = sum(points for _, points, _ in written)
+    print(f"\nScore so far: {got:g} / {total:g} points"
+          + (f"; written answers ({by_hand:g} more) are graded by hand" if written else ""))
     return got, total

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 import yaml
 from submissions import solved, write
+from test_grading import grade_cells
 
 from autograder import sandbox
 from autograder.chapters import get_chapter
@@ -22,6 +23,7 @@ from autograder.schedule import Schedule, load_schedule, parse_schedule
 
 CH = get_chapter("00_introduction")
 UTC = dt.timezone.utc
+AWAITS = "graded (awaits manual grading)"  # the solution's written answer: graded by hand, later
 
 
 # -------------------------------------------------------------- schedule ---
@@ -120,16 +122,16 @@ def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path):
     use_sandbox = sandbox.available() is None
     grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
     rows = _rows(tmp_path / "out")
-    top = float(rows["ontime"]["max_score"])
-    assert float(rows["ontime"]["score"]) == top > 0  # the solution: full marks
+    top = sum(points for points, by_hand in grade_cells(CH).values() if not by_hand)  # autograded points
+    assert float(rows["ontime"]["score"]) == top > 0  # the solution: full marks; its written answer waits
     for s in ("ontime", "excused", "untimed"):
         assert float(rows[s]["score"]) == top and float(rows[s]["late_penalty"]) == 0, rows[s]
-        assert float(rows[s]["seconds_late"]) == 0 and rows[s]["status"] == "graded", rows[s]
+        assert float(rows[s]["seconds_late"]) == 0 and rows[s]["status"] == AWAITS, rows[s]
     late = rows["late"]
     assert float(late["seconds_late"]) == 30 * 3600
     assert float(late["late_penalty"]) == round(top * 0.2, 2)  # 2 started days at 10%
     assert float(late["score"]) == round(top - top * 0.2, 2)  # the points earned, less the penalty
-    assert late["status"] == f"graded (late by 1 day 6 h, penalty {round(top * 0.2, 2):g})"
+    assert late["status"] == f"graded (awaits manual grading; late by 1 day 6 h, penalty {round(top * 0.2, 2):g})"
     assert late["timestamp"] == "2026-09-23 04:00:00 UTC" and late["duedate"] == "2026-09-21 22:00:00 UTC"
     assert rows["excused"]["duedate"] == "2026-09-23 22:00:00 UTC"
     assert rows["untimed"]["timestamp"] == ""
@@ -140,5 +142,5 @@ def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path):
                         late_penalty="10% per day")
     grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
     again = _rows(tmp_path / "out")
-    assert float(again["late"]["score"]) == top and again["late"]["status"] == "graded"
+    assert float(again["late"]["score"]) == top and again["late"]["status"] == AWAITS
     assert {s: again[s] for s in again if s != "late"} == {s: rows[s] for s in rows if s != "late"}

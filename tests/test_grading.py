@@ -21,7 +21,7 @@ import pytest
 from autograder.chapters import Chapter, all_chapters
 from autograder.intake import STUDENT_ID
 from autograder.limits import chapter_limits
-from autograder.report import NOT_ATTEMPTED, collect, failure_reason, write_report
+from autograder.report import NOT_ATTEMPTED, WRITTEN_EMPTY, WRITTEN_PENDING, collect, failure_reason, write_report
 from mutants import mutants_for
 from submissions import apply_edits, as_module, cells_of, mutated, solution_sources, solved, student_notebook, verdicts, write
 
@@ -54,6 +54,20 @@ class Graded:
         return {c.metadata.nbgrader["grade_id"]: c.outputs[0].text for c in nb.cells
                 if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
                 and not c.metadata.nbgrader.get("solution")}
+
+
+def grade_cells(ch: Chapter) -> dict[str, tuple[float, bool]]:
+    """{grade id: (points, graded by hand)} of the chapter's graded cells: its test cells, and its
+    written answers (nbgrader's manually graded answers), which the autograder leaves to a person."""
+    return {c.metadata.nbgrader["grade_id"]: (float(c.metadata.nbgrader["points"]), bool(c.metadata.nbgrader.get("solution")))
+            for c in nbformat.read(ch.solution, 4).cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def answered_status(ch: Chapter) -> str:
+    """The status of a notebook whose written answers are filled in (the solution, mutants): they
+    await manual grading. An unanswered one (the stub's) gets 0 from nbgrader and needs no one."""
+    by_hand = any(manual for _, manual in grade_cells(ch).values())
+    return "graded (awaits manual grading)" if by_hand else "graded"
 
 
 def slug(name: str) -> str:
@@ -99,8 +113,10 @@ def _grade_chapter(ch, base: Path) -> None:
 def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
     rows = graded(ch, tmp_path_factory).rows
     sol, stub = rows[SOLUTION], rows[STUB]
-    assert sol["status"] == "graded" and float(sol["max_score"]) > 0
-    assert float(sol["score"]) == float(sol["max_score"]), sol
+    automatic = sum(points for points, by_hand in grade_cells(ch).values() if not by_hand)
+    assert float(sol["max_score"]) == sum(points for points, _ in grade_cells(ch).values()) and automatic > 0
+    assert sol["status"] == answered_status(ch)
+    assert float(sol["score"]) == automatic, sol  # every autograded point; written answers await a person
     assert stub["status"] == "graded" and float(stub["score"]) == 0.0, stub
 
 
@@ -108,7 +124,7 @@ def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
 @pytest.mark.parametrize("ch", GRADED)
 def test_importing_the_chapters_own_reference_earns_nothing(ch, tmp_path_factory):
     row = graded(ch, tmp_path_factory).rows["imports-reference"]
-    assert row["status"] == "graded" and float(row["score"]) == 0.0, row
+    assert row["status"] == answered_status(ch) and float(row["score"]) == 0.0, row
 
 
 @pytest.mark.slow
@@ -117,7 +133,7 @@ def test_mutant_loses_points_and_feedback_names_the_mistake(ch, mutant, tmp_path
     result = graded(ch, tmp_path_factory)
     student = slug(mutant.name)
     row = result.rows[student]
-    assert row["status"] == "graded", row
+    assert row["status"] == answered_status(ch), row
     assert float(row["score"]) < float(row["max_score"]), f"mutant '{mutant.name}' kept full marks"
     full = {gid: s for (stu, gid), s in result.cells.items() if stu == SOLUTION}
     for gid in mutant.loses:
@@ -184,7 +200,8 @@ def test_cell_limits_are_a_generous_multiple_of_the_reference_cells_times(ch, tm
 def test_instructor_report_names_why_points_were_lost(ch, tmp_path_factory):
     """The report's exercise table agrees with exercises.csv, and its failure reasons
     are right: none for the solution, 'not attempted' for the stub, a known hint for
-    mutants whose hint is a specific mistake's."""
+    mutants whose hint is a specific mistake's; a written answer is 'not given' (the
+    stub) or 'awaits grading by hand' (the solution)."""
     out = graded(ch, tmp_path_factory).out
     page = write_report(out)
     _, _, exercises = collect(out)
@@ -192,7 +209,10 @@ def test_instructor_report_names_why_points_were_lost(ch, tmp_path_factory):
     for ex in exercises:
         scores = [s for (_, gid), s in result.cells.items() if gid == ex.grade_id]
         assert sorted(ex.scores) == sorted(scores)
-        assert ex.reasons[NOT_ATTEMPTED] >= 1, f"{ex.grade_id}: the stub's cell is not 'not attempted'"
+        if grade_cells(ch)[ex.grade_id][1]:
+            assert ex.reasons[WRITTEN_EMPTY] == 1 and ex.reasons[WRITTEN_PENDING] >= 1, (ex.grade_id, ex.reasons)
+        else:
+            assert ex.reasons[NOT_ATTEMPTED] >= 1, f"{ex.grade_id}: the stub's cell is not 'not attempted'"
     reports = {s: result.verdicts(ch, s) for s in (SOLUTION, STUB)}
     assert all(failure_reason(r) is None for r in reports[SOLUTION].values())
     assert all(failure_reason(r) == NOT_ATTEMPTED for r in reports[STUB].values())

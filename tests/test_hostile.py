@@ -29,6 +29,7 @@ from autograder import sandbox
 from autograder.course_folder import is_finished
 from course.protocol import STATUS_DIR, status_name
 from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, STUBBORN, WALL_TIMEOUT, Paths, write_batch
+from test_grading import grade_cells
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile"), pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: only then does each kernel get a uid and a process limit of its own "
@@ -109,7 +110,7 @@ def status_note(batch: Batch, student: str) -> dict:
 def test_case_gets_its_exact_grade_and_status(batch, case):
     row = batch.rows[case.student]
     assert (float(row["score"]), row["status"]) == (case.score, case.status)
-    assert float(row["max_score"]) == 2.0
+    assert float(row["max_score"]) == sum(points for points, _ in grade_cells(CH).values())  # by hand too
 
 
 def test_a_kernel_that_ignores_the_interrupt_costs_seconds_not_the_wall_clock(batch):
@@ -222,14 +223,14 @@ def test_killed_half_way_then_rerun_finishes_with_every_grade_right(batch, tmp_p
     run_grade(subs, out)
     rows = read_rows(out)
     expected = {s: dict(r) for s, r in batch.rows.items()}
-    for student, like in swap.items():
-        expected[student]["score"] = batch.rows[like]["score"]
+    for student, like in swap.items():  # the status too: a written answer given awaits manual grading
+        expected[student].update(score=batch.rows[like]["score"], status=batch.rows[like]["status"])
     assert rows == expected
     with sqlite3.connect(out / "nbgrader" / "gradebook.db") as db:
         per_student = db.execute("SELECT student_id, count(*) FROM submitted_assignment GROUP BY student_id").fetchall()
         grades = db.execute("SELECT count(*) FROM grade").fetchone()[0]
     assert all(n == 1 for _, n in per_student)
-    assert grades == len(per_student)  # one test cell each, counted once
+    assert grades == len(per_student) * len(grade_cells(CH))  # each graded cell once: test cell, written answer
 
 
 def test_grade_refuses_to_run_without_a_sandbox(tmp_path):

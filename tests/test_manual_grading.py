@@ -4,7 +4,6 @@ the feedback."""
 
 import csv
 import json
-import shutil
 import subprocess
 import sys
 
@@ -18,6 +17,7 @@ from autograder.manual import formgrader_command
 from course.protocol import CONFIG_FILE
 
 CH = get_chapter("00_introduction")
+TEST, WRITTEN = "test-linear-rows", "written-why-rows"  # chapter 0's test cell, and its written answer
 
 
 def _rows(path):
@@ -43,22 +43,26 @@ def test_manual_grades_reach_grades_csv_the_lms_and_the_feedback(tmp_path):
     subprocess.run(grade, check=True, capture_output=True, timeout=600)
     before = {r["student_id"]: r for r in _rows(out / "grades.csv")}
     top = float(before["1001"]["max_score"])
-    assert float(before["1002"]["score"]) < top
+    assert float(before["1002"]["score"]) < float(before["1001"]["score"]) == top - 1  # the written point waits
+    assert {r["status"] for r in before.values()} == {"graded (awaits manual grading)"}
 
     argv, folder, env = formgrader_command(out)
     assert folder == out / "nbgrader" and "lab" in argv
     assert json.loads((folder / CONFIG_FILE).read_text())["CourseDirectory"]["root"] == str(folder)
     assert env["JUPYTER_PATH"].startswith(str(folder))
 
-    # What the formgrader's Manual Grading view stores, through nbgrader's own API.
+    # What the formgrader's Manual Grading view stores, through nbgrader's own API: both written
+    # answers graded, 1002's test cell overridden, extra credit for 1001.
     with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gb:
-        sub = gb.find_submission(CH.id, "1002")
-        grade_cell = sub.notebooks[0].grades[0]
+        for student in ("1001", "1002"):
+            written = gb.find_grade(WRITTEN, CH.id, CH.id, student)
+            written.manual_score, written.needs_manual_grade = written.max_score, False
+        grade_cell = gb.find_grade(TEST, CH.id, CH.id, "1002")
         grade_cell.manual_score, grade_cell.needs_manual_grade = grade_cell.max_score, False
         cell_name, cell_max = grade_cell.name, grade_cell.max_score
-        comment = sub.notebooks[0].comments[0]
+        comment = gb.find_submission(CH.id, "1002").notebooks[0].comments[0]
         comment.manual_comment = "Accepted by hand: the bias is added further down."
-        gb.find_submission(CH.id, "1001").notebooks[0].grades[0].extra_credit = 0.5
+        gb.find_grade(TEST, CH.id, CH.id, "1001").extra_credit = 0.5
         gb.db.commit()
 
     subprocess.run([*run, "export", str(out), "--lms", "canvas"], check=True, capture_output=True)
@@ -80,47 +84,34 @@ def test_manual_grades_reach_grades_csv_the_lms_and_the_feedback(tmp_path):
     assert "Accepted by hand" in html
 
 
-WRITTEN = ("**Written answer** (1 point, graded by hand). Why does `linear_rows` compute `x @ W`, "
-           "not `W @ x`?\n\n### BEGIN SOLUTION\nVectors are rows here: a batch is `(batch, d_in)`, "
-           "so the weight multiplies from the right.\n### END SOLUTION")
-
-
 @pytest.mark.slow
-def test_a_written_answer_awaits_manual_grading_then_counts(tmp_path, monkeypatch):
-    """A manually graded cell (nbgrader: solution and grade, in markdown) in a
-    copy of chapter 0: graded as "awaits manual grading", then by hand."""
+def test_a_written_answer_awaits_manual_grading_then_counts(tmp_path):
+    """Chapter 0's written answer (nbgrader: a markdown cell with solution and grade): released
+    without its model answer, graded as "awaits manual grading" (grades.csv and the report), then by hand."""
     import nbformat
     from nbgrader.api import Gradebook
 
-    from autograder import chapters
     from autograder.grade import grade
     from autograder.lms import export
-    from autograder.release import generate_student_version
+    from autograder.report import WRITTEN_PENDING
 
-    shutil.copytree(CH.solution.parent, tmp_path / "solutions" / CH.id)
-    monkeypatch.setattr(chapters, "SOLUTIONS", tmp_path / "solutions")
-    monkeypatch.setattr(chapters, "CHAPTERS", tmp_path / "chapters")
-    nb = nbformat.read(CH.solution, as_version=4)
-    at = 1 + max(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade"))
-    nb.cells.insert(at, nbformat.v4.new_markdown_cell(WRITTEN, metadata={"nbgrader": {
-        "grade": True, "solution": True, "locked": False, "points": 1, "grade_id": "why-rows",
-        "schema_version": 3, "task": False}}))
-    nbformat.write(nb, CH.solution)
-    generate_student_version(CH, CH.student.parent)
-    released = nbformat.read(CH.student, as_version=4)
-    assert "Vectors are rows" not in nbformat.writes(released)  # the release holds no answer
+    (released,) = [c for c in nbformat.read(CH.student, as_version=4).cells
+                   if c.metadata.get("nbgrader", {}).get("grade_id") == WRITTEN]
+    assert released.source == "YOUR ANSWER HERE"  # the release holds no answer
     student = solved(CH)
-    cell = next(c for c in student.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why-rows")
-    cell.source = "Because x holds one example per row."
+    next(c for c in student.cells if c.metadata.get("nbgrader", {}).get("grade_id") == WRITTEN).source = \
+        "Because x holds one example per row."
     write(student, tmp_path / "submitted", "1001", CH)
     out = tmp_path / "out"
     grade(tmp_path / "submitted", out, use_sandbox=sandbox.available() is None, secret=tmp_path / "secret")
     (row,) = _rows(out / "grades.csv")
     top = float(row["max_score"])
     assert (float(row["score"]), row["status"]) == (top - 1, "graded (awaits manual grading)")
+    (report,) = [r for r in _rows(out / "report" / "exercises.csv") if r["grade_id"] == WRITTEN]
+    assert report["most_common_failure"] == WRITTEN_PENDING
 
     with Gradebook(f"sqlite:///{out / 'nbgrader' / 'gradebook.db'}") as gb:  # as formgrader's GradeHandler.put
-        written = gb.find_grade("why-rows", CH.id, CH.id, "1001")
+        written = gb.find_grade(WRITTEN, CH.id, CH.id, "1001")
         written.manual_score, written.needs_manual_grade = 1.0, False
         gb.db.commit()
     export(out, "moodle")

@@ -14,7 +14,7 @@ from autograder.chapters import get_chapter
 from course.protocol import cell_score
 from mutants import mutants_for
 from submissions import Mutant, mutated, solved
-from test_grading import GRADED, SOLUTION, STUB, graded, slug
+from test_grading import GRADED, SOLUTION, STUB, grade_cells, graded, slug
 
 _SCORE = re.compile(r"^  (PASS|FAIL)  (\S+) +([\d.]+)/([\d.]+)$", re.M)
 _VERDICT = re.compile(r"^([✓✗]) \S+: .*\bvisible\b", re.M)
@@ -32,9 +32,8 @@ def self_check(nb: nbformat.NotebookNode, folder, name: str) -> subprocess.Compl
 @pytest.mark.parametrize("ch", GRADED)
 def test_self_check_scores_equal_the_graders_visible_verdicts(ch, tmp_path, tmp_path_factory):
     result = graded(ch, tmp_path_factory)
-    points = {c.metadata.nbgrader["grade_id"]: float(c.metadata.nbgrader["points"])
-              for c in nbformat.read(ch.solution, 4).cells
-              if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata.nbgrader.get("solution")}
+    points = {gid: p for gid, (p, by_hand) in grade_cells(ch).items() if not by_hand}
+    written = {gid: p for gid, (p, by_hand) in grade_cells(ch).items() if by_hand}
     first = mutants_for(ch.topic)[0]
     notebooks = {SOLUTION: solved(ch), STUB: nbformat.read(ch.student, 4), slug(first.name): mutated(ch, first)}
     for student, nb in notebooks.items():
@@ -46,11 +45,15 @@ def test_self_check_scores_equal_the_graders_visible_verdicts(ch, tmp_path, tmp_
         assert shown == judged, f"{student}:\n{proc.stdout}{proc.stderr}"
         total = sum(points.values())
         last = proc.stdout.strip().splitlines()[-1]
+        by_hand = f"; written answers ({sum(written.values()):g} more) are graded by hand" if written else ""
         if student == SOLUTION:
-            assert proc.returncode == 0 and last == f"Score so far: {total:g} / {total:g} points", proc.stdout
+            assert proc.returncode == 0 and last == f"Score so far: {total:g} / {total:g} points{by_hand}", proc.stdout
+            assert all(re.search(rf"^  HAND  {gid} +\?/{p:g}  answered", proc.stdout, re.M) for gid, p in written.items())
         elif student == STUB:
             assert proc.returncode == 1 and "PASS" not in proc.stdout, proc.stdout
-            assert "not implemented yet" in proc.stdout and last == f"Score so far: 0 / {total:g} points"
+            assert "not implemented yet" in proc.stdout and last == f"Score so far: 0 / {total:g} points{by_hand}"
+            assert all(re.search(rf"^  TODO  {gid} +\?/{p:g}  a written answer, not answered yet", proc.stdout, re.M)
+                       for gid, p in written.items())
 
 
 @pytest.mark.slow

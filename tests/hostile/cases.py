@@ -29,7 +29,7 @@ from submissions import mutated, solved
 from mutants.introduction import MUTANTS
 
 CH = get_chapter("00_introduction")
-ANSWER, TEST, SETUP = "linear-rows", "test-linear-rows", "readonly-1"
+ANSWER, TEST, SETUP, WRITTEN = "linear-rows", "test-linear-rows", "readonly-1", "written-why-rows"
 HONEST = "a-honest-full"  # the student whose files other attacks go for
 
 CORRECT = "import torch\n\n\ndef linear_rows(x, W, b):\n    return x @ W + b\n"
@@ -515,6 +515,7 @@ def _renamed_grade_id(nb: NotebookNode) -> None:
 
 
 GRADED = "graded"
+AWAITS = "graded (awaits manual grading)"  # a written answer given (the others leave it: 0, nothing to grade)
 KILLED = "kernel died (DeadKernelError)"
 IGNORED_INTERRUPT = "kernel killed: it did not stop 5 s after being interrupted at the per-cell time limit"
 STUBBORN = "infinite-loop-ignoring-interrupts"
@@ -522,8 +523,8 @@ LINKS_REMOVED = "link(s) or special file(s) left by the kernel removed"
 
 CASES = [
     # honest students
-    Case(HONEST, 2.0, GRADED, notebook(lambda p: solved(CH))),
-    Case("a-honest-wrong", 0.0, GRADED, notebook(lambda p: mutated(CH, MUTANTS[0]))),
+    Case(HONEST, 2.0, AWAITS, notebook(lambda p: solved(CH))),
+    Case("a-honest-wrong", 0.0, AWAITS, notebook(lambda p: mutated(CH, MUTANTS[0]))),
     Case("honest-partial", 1.0, GRADED, _with(PARTIAL)),
     Case("honest-stderr-warning", 2.0, GRADED, _with(STDERR_WARNING)),
     Case("honest-stray-error", 2.0, GRADED, _with(CORRECT, before="1 / 0  # a scratch cell left broken")),
@@ -550,7 +551,8 @@ CASES = [
     Case("renamed-grade-id", 2.0, "graded (grading metadata removed from a cell with unknown grade_id "
          f"'my-own-test'; deleted cell {TEST} restored)", tampered(_renamed_grade_id)),
     Case("schema-99", 2.0, f"graded (grading metadata of cell {SETUP} restored; grading metadata of cell "
-         f"{ANSWER} restored; grading metadata of cell {TEST} restored)", tampered(_schema_99)),
+         f"{ANSWER} restored; grading metadata of cell {TEST} restored; grading metadata of cell {WRITTEN} restored)",
+         tampered(_schema_99)),
     Case("deleted-cells", 2.0, f"graded (deleted cell {SETUP} restored; deleted cell {TEST} restored)",
          tampered(_delete(SETUP, TEST))),
     Case("retyped-cells", 2.0, f"graded (cell {ANSWER} turned back into a code cell; cell {TEST} turned "
