@@ -38,11 +38,17 @@ def sync_setup_cell(ch: Chapter) -> None:
         nbformat.write(nb, ch.solution)
 
 
+def is_exported(cell: nbformat.NotebookNode) -> bool:
+    """Whether `release` copies the cell into the reference module: a code cell tagged ``export``
+    (the answer cells, and the cells of imports they need)."""
+    return cell.cell_type == "code" and "export" in cell.metadata.get("tags", [])
+
+
 def exported_code(nb: nbformat.NotebookNode) -> str:
     """The code of a notebook's cells tagged ``export``, solution markers removed."""
     blocks = []
     for cell in nb.cells:
-        if cell.cell_type == "code" and "export" in cell.metadata.get("tags", []):
+        if is_exported(cell):
             lines = [ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS]
             blocks.append("\n".join(lines).strip("\n"))
     return "\n\n\n".join(b for b in blocks if b) + "\n"
