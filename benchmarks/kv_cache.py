@@ -18,24 +18,13 @@ Run from the repository root, after ``python -m autograder release 09_decoding``
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 
 import torch
 
 from course.reference.decoding import decode_step
 from course.toy import LM_VOCAB, ToyLM
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from course.train import cpu_name
 
 
 @torch.no_grad()

@@ -1,0 +1,185 @@
+"""The two models chapter 10 trains, assembled from the course's pieces.
+
+* `Seq2SeqModel`: token ids in, token ids out: embeddings (chapter 2, scaled by sqrt(d_model))
+  + sinusoidal positions (chapter 3) -> chapter 8's encoder-decoder `Transformer` -> chapter 9's
+  `OutputProjection`, tied to the target embedding.
+* `DecoderLM`: a decoder-only language model: embedding + positions -> chapter 8's `Decoder`
+  without cross-attention, under a causal mask -> tied output projection.
+
+Both take a `Parts` (`course.parts`): the course's reference pieces by default, or a learner's own.
+
+`use_fused_kernels(model)` switches their self-attention to PyTorch's fused
+``F.scaled_dot_product_attention`` and their LayerNorms to ``F.layer_norm`` (same weights, same
+results, faster); `benchmark_attention()` compares the course's attention with SDPA (agreement and
+speed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course.parts import Parts, reference_parts
+from course.reference.decoding import sample
+from course.reference.multi_head_attention import merge_heads, split_heads
+
+
+def padding_mask(ids: torch.Tensor, pad: int) -> torch.Tensor:
+    """ids (batch, n) -> additive key mask (batch, 1, n): 0 for real tokens, -inf for `pad`."""
+    zeros = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
+    return zeros.masked_fill(ids == pad, float("-inf"))[:, None, :]
+
+
+class Seq2SeqModel(nn.Module):
+    """(src (batch, n_src), tgt_in (batch, n_tgt)) ids -> logits (batch, n_tgt, tgt_vocab)."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 128, num_heads: int = 4,
+                 num_encoder_layers: int = 2, num_decoder_layers: int = 2, d_ff: int = 512,
+                 dropout: float = 0.0, pad: int = 0, max_len: int = 512, parts: Parts | None = None) -> None:
+        super().__init__()
+        parts = parts or reference_parts()
+        self.pad = pad
+        self.src_embedding = parts.Embedding(src_vocab, d_model, scale=True)
+        self.tgt_embedding = parts.Embedding(tgt_vocab, d_model, scale=True)
+        self.positions = parts.PositionalEncoding(d_model, max_len=max_len)
+        self.transformer = parts.Transformer(d_model, num_heads, num_encoder_layers, num_decoder_layers,
+                                             d_ff, dropout)
+        self.output = parts.OutputProjection(d_model, tgt_vocab, embedding=self.tgt_embedding)
+        self.causal_mask = parts.causal_mask
+        self.dropout = nn.Dropout(dropout)
+        for embedding in (self.src_embedding, self.tgt_embedding):    # N(0, 1/d_model): scaled to unit size
+            nn.init.normal_(embedding.weight, std=d_model ** -0.5)
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """src (batch, n_src) -> memory (batch, n_src, d_model)."""
+        x = self.dropout(self.positions(self.src_embedding(src)))
+        return self.transformer.encode(x, padding_mask(src, self.pad))
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        """tgt_in (batch, n_tgt), memory from `encode(src)` -> logits (batch, n_tgt, tgt_vocab)."""
+        n = tgt_in.shape[1]
+        tgt_mask = self.causal_mask(n, device=tgt_in.device) + padding_mask(tgt_in, self.pad)
+        x = self.dropout(self.positions(self.tgt_embedding(tgt_in)))
+        h = self.transformer.decode(x, memory, tgt_mask, padding_mask(src, self.pad))
+        return self.output(h)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        return self.decode(tgt_in, self.encode(src), src)
+
+
+class DecoderLM(nn.Module):
+    """ids (batch, t) -> next-token logits (batch, t, vocab)."""
+
+    def __init__(self, vocab: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
+                 d_ff: int = 512, dropout: float = 0.0, max_len: int = 256, parts: Parts | None = None) -> None:
+        super().__init__()
+        parts = parts or reference_parts()
+        self.embedding = parts.Embedding(vocab, d_model, scale=True)
+        self.positions = parts.PositionalEncoding(d_model, max_len=max_len)
+        self.decoder = parts.Decoder(num_layers, d_model, num_heads, d_ff, dropout, cross_attention=False)
+        self.output = parts.OutputProjection(d_model, vocab, embedding=self.embedding)
+        self.causal_mask = parts.causal_mask
+        self.dropout = nn.Dropout(dropout)
+        nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.dropout(self.positions(self.embedding(ids)))
+        return self.output(self.decoder(x, None, self.causal_mask(ids.shape[1], device=ids.device)))
+
+    @torch.no_grad()
+    def next_token_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (batch, t) -> logits of the token after each row, (batch, vocab)."""
+        return self(ids)[:, -1]
+
+    @torch.no_grad()
+    def sample(self, prompt: torch.Tensor, new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        """prompt (batch, t0) -> (batch, t0 + new_tokens): chapter 9's `sample` one token at a time,
+        each from the last max_len tokens (the model's context), drawn on the CPU from `generator`."""
+        was_training = self.training
+        self.eval()
+        ids = prompt
+        for _ in range(new_tokens):
+            logits = self.next_token_logits(ids[:, -self.positions.max_len:]).float().cpu()
+            token = sample(logits, temperature, top_k=top_k, generator=generator)        # (batch,)
+            ids = torch.cat([ids, token[:, None].to(ids.device)], dim=1)
+        self.train(was_training)
+        return ids
+
+
+# ------------------------------------------------------------ fused attention ---
+
+def _fused_forward(mha: nn.Module, query: torch.Tensor, key: torch.Tensor | None = None,
+                   value: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
+    """Chapter 5's MultiHeadAttention.forward with F.scaled_dot_product_attention (one fused kernel)
+    in place of chapter 4's attention: the same weights, the same output; no weights returned."""
+    key = query if key is None else key
+    value = key if value is None else value
+    q = split_heads(mha.W_q(query), mha.num_heads)   # (batch, h, n_q, d_head)
+    k = split_heads(mha.W_k(key), mha.num_heads)     # (batch, h, n_k, d_head)
+    v = split_heads(mha.W_v(value), mha.num_heads)   # (batch, h, n_k, d_head)
+    if mask is not None:
+        mask = mask.unsqueeze(-3).to(q.dtype)        # (..., 1, n_q, n_k): the same for every head
+    return mha.W_o(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask))), None
+
+
+def _fused_layer_norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Chapter 6's LayerNorm.forward as F.layer_norm (one kernel): x (..., d_model) -> the same shape."""
+    return F.layer_norm(x, norm.gamma.shape, norm.gamma, norm.beta, norm.eps)
+
+
+def use_fused_kernels(model: nn.Module, enabled: bool = True) -> nn.Module:
+    """Make `model` use PyTorch's fused kernels with its own weights: F.scaled_dot_product_attention in
+    every self-attention module (chapter 5's MultiHeadAttention, or any module with W_q, W_k, W_v,
+    W_o and num_heads) and F.layer_norm in every LayerNorm (chapter 6's, any module with gamma,
+    beta and eps). enabled=False restores the course's pieces. Cross-attention modules (named
+    ``cross_attn``) keep the course's attention, so DecoderLayer.cross_weights stays available for
+    plots. Returns `model`."""
+    for name, module in model.named_modules():
+        if all(hasattr(module, a) for a in ("W_q", "W_k", "W_v", "W_o", "num_heads")) \
+                and not name.endswith("cross_attn"):
+            fused = partial(_fused_forward, module)
+        elif all(hasattr(module, a) for a in ("gamma", "beta", "eps")):
+            fused = partial(_fused_layer_norm, module)
+        else:
+            continue
+        if enabled:
+            module.forward = fused                   # an instance attribute: the same parameters
+        elif "forward" in module.__dict__:
+            del module.forward
+    return model
+
+
+def benchmark_attention(batch: int = 8, num_heads: int = 4, seq: int = 256, d_head: int = 32,
+                        attention: Callable | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                        repeats: int = 10) -> dict[str, float]:
+    """Chapter 4's attention (or `attention(q, k, v, mask) -> (out, weights)`, a learner's) against
+    F.scaled_dot_product_attention on causal self-attention of random q, k, v (batch, heads, seq, d_head)
+    of `dtype` on `device`. Returns the largest absolute difference of the outputs and the
+    milliseconds per call of each."""
+    parts = reference_parts()
+    attention = attention or parts.scaled_dot_product_attention
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(batch, num_heads, seq, d_head, generator=g).to(device, dtype) for _ in range(3))
+    mask = parts.causal_mask(seq, dtype=dtype, device=device)
+
+    def timed(f: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, float]:
+        out = f()                                              # warm-up
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            f()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return out, (time.perf_counter() - start) / repeats * 1e3
+
+    with torch.no_grad():
+        ours, ours_ms = timed(lambda: attention(q, k, v, mask)[0])
+        fused, fused_ms = timed(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    return {"max_abs_diff": (ours - fused).abs().max().float().item(), "course_ms": ours_ms, "sdpa_ms": fused_ms}
