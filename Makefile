@@ -6,8 +6,9 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 PORT    ?= 8000
 # Debian packages: chromium renders the book in tests/test_book.py,
-# bubblewrap sandboxes student code in the autograder. Set empty to skip.
-SYSTEM_PACKAGES ?= chromium bubblewrap
+# bubblewrap sandboxes student code in the autograder, postgresql is the
+# shared gradebook of tests/test_scale.py (its own server). Set empty to skip.
+SYSTEM_PACKAGES ?= chromium bubblewrap postgresql
 
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -27,8 +28,9 @@ $(VENV)/.course-installed: requirements.txt pyproject.toml
 system-packages:
 	@missing=""; \
 	for pkg in $(SYSTEM_PACKAGES); do \
-	  cmd=$$pkg; [ $$pkg = bubblewrap ] && cmd=bwrap; \
-	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	  cmd=$$pkg; [ $$pkg = bubblewrap ] && cmd=bwrap; [ $$pkg = postgresql ] && cmd=initdb; \
+	  command -v $$cmd >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/$$cmd >/dev/null 2>&1 \
+	    || missing="$$missing $$pkg"; \
 	done; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	[ -n "$$missing" ] || exit 0; \

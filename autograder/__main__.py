@@ -4,12 +4,13 @@
   check NOTEBOOK                     a student's self-check: run the visible tests, show the score
   collect ARCHIVE --chapter CH --into SUBMISSIONS
                                      unpack an LMS export (Canvas, Moodle, zip of folders) for grading
-  grade SUBMISSIONS --out OUT [--secret FILE]
+  grade SUBMISSIONS --out OUT [--secret FILE] [--workers N] [--shard I/N] [--db URL]
                                      autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
+  merge OUT SHARD_OUT... [--db URL]  one grades.csv, feedback/ and report/ from the OUT folders of shards
   formgrader OUT [--port N]          nbgrader's formgrader on the course folder `grade` wrote, for manual grading
   export OUT --lms canvas|moodle [--roster FILE]
                                      grades.csv in the LMS's import format: OUT/lms/
-  report OUT                         the instructor's report again (after manual grading): OUT/report/
+  report OUT [--db URL]              the instructor's report again (after manual grading): OUT/report/
   edition DEST [--now WHEN] [--url URL] [--git]
                                      the student edition: no answers but those of chapters already due
 """
@@ -17,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +27,11 @@ from course.protocol import SECRET_ENV
 from .chapters import all_chapters, get_chapter
 from .sandbox import CELL_SECONDS, WALL_SECONDS
 from .secret import DEFAULT_SECRET
+
+
+DB_HELP = ("the gradebook, an SQLAlchemy URL such as postgresql://grader@db.example.org/course (shards may "
+           "share it; give the password in PGPASSWORD or ~/.pgpass, not in the URL); default: "
+           "SQLite in OUT/nbgrader")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +63,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wall-timeout", type=int, metavar="SECONDS",
                    help=f"kill a notebook's kernel after this long in all (default: the chapter's own, "
                         f"else {WALL_SECONDS})")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help=f"grade N students at a time (default: the machine's cores, {os.cpu_count()})")
+    p.add_argument("--shard", metavar="I/N",
+                   help="grade only share I (0 to N-1) of the students; merge the shards' OUT folders after")
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+
+    p = sub.add_parser("merge", help="one grades.csv, feedback/ and report/ from the OUT folders of shards")
+    p.add_argument("out", type=Path, help="the folder to write")
+    p.add_argument("shards", type=Path, nargs="+", help="the shards' OUT folders")
+    p.add_argument("--db", metavar="URL", help="the shards' shared gradebook: read the scores from it again "
+                                               "(grades given by hand included)")
 
     p = sub.add_parser("formgrader", help="open nbgrader's formgrader on OUT/nbgrader (manual grading)")
     p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
@@ -71,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("report", help="rewrite OUT/report/ from the gradebook (after manual grading)")
     p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
+    p.add_argument("--db", metavar="URL", help="the gradebook, if not OUT's own (grade --db)")
 
     p = sub.add_parser("edition", help="build the student edition: no answers of chapters not yet due")
     p.add_argument("dest", type=Path, help="the folder to write (an earlier edition there is replaced)")
@@ -96,19 +115,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"collected {len(found)} notebook(s) into {args.into}")
     elif args.command == "grade":
         from .grade import grade
+        from .shards import Shard
         if not args.submissions.is_dir():
             parser.error(f"no such folder: {args.submissions}")
         if any(t is not None and t < 1 for t in (args.cell_timeout, args.wall_timeout)):
             parser.error("timeouts must be at least 1 second")
+        if args.workers is not None and args.workers < 1:
+            parser.error("--workers must be at least 1")
+        try:
+            shard = Shard.parse(args.shard) if args.shard else None
+        except ValueError as err:
+            parser.error(str(err))
         rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox, secret=args.secret,
-                     cell_seconds=args.cell_timeout, wall_seconds=args.wall_timeout)
+                     cell_seconds=args.cell_timeout, wall_seconds=args.wall_timeout, workers=args.workers,
+                     shard=shard, db=args.db)
         print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows)")
+    elif args.command == "merge":
+        from .shards import merge
+        missing = [str(s) for s in args.shards if not (s / "grades.csv").is_file()]
+        if missing:
+            parser.error(f"no grades.csv in {', '.join(missing)}: grade those shards first")
+        rows = merge(args.out, args.shards, args.db)
+        print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows from {len(args.shards)} shard(s))")
     elif args.command == "edition":
         from .edition import build_edition, parse_when
         due = build_edition(args.dest, parse_when(args.now) if args.now else None, args.url, args.git)
         print(f"wrote the student edition to {args.dest}, with the answers of: {', '.join(due) or 'no chapter'}")
     elif args.command == "formgrader":
-        import os
         import subprocess
 
         from .manual import formgrader_command
@@ -121,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         from .results import refresh
         if not (args.out / "grades.csv").is_file():
             parser.error(f"no grades.csv in {args.out}: run grade first")
-        refresh(args.out)
+        refresh(args.out, args.db)
         print(f"wrote {write_report(args.out)}")
     elif args.command == "export":
         from .lms import export

@@ -24,8 +24,14 @@ another OUT gives the same grades. Each chapter runs under its own limits
 (`limits`: its solution notebook's ``metadata.course.grading``, or the
 defaults; ``--cell-timeout``/``--wall-timeout`` override them).
 
-Every step is one of nbgrader's commands (generate_assignment, autograde,
-generate_feedback) run as a subprocess (`nbgrader_commands`); this module
+Every step is nbgrader's own: ``generate_assignment`` runs as a subprocess
+(`nbgrader_commands`), ``autograde`` and ``generate_feedback`` one student at
+a time through nbgrader's Python API in a pool of worker processes (`pool`,
+``--workers N``, each paying nbgrader's start-up once). ``--shard I/N``
+grades a deterministic share of the students (`shards`), and ``--db URL``
+names the gradebook (`gradebook`: SQLite in OUT by default, or e.g. a
+PostgreSQL database that the shards share); `shards.merge` makes one
+grades.csv of the shards' OUT folders. This module
 checks and repairs each notebook before nbgrader sees it (`intake`), lays
 it out in the course folder (`course_folder`), and collects the results
 (`results`). One student's broken or hostile notebook costs only that
@@ -38,6 +44,8 @@ student: the row's ``status`` says what happened, e.g. ``graded``,
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,15 +55,23 @@ from . import sandbox
 from .chapters import all_chapters
 from .course_folder import Course
 from .fingerprint import folder_digest, judging_digest
+from .gradebook import gradebook_url, open_gradebook, release_recorded, setup_lock
 from .intake import STUDENT_ID, Intake, intake
 from .late import format_timestamp, read_timestamp
 from .limits import Limits, chapter_limits
 from .nbconfig import nbgrader_config, write_config
-from .nbgrader_commands import autograde, generate_assignment, generate_feedback
+from .nbgrader_commands import (
+    NOTEBOOK_SECONDS,
+    START_SECONDS,
+    generate_assignment,
+    run_nbgrader,
+)
+from .pool import Pool, Progress, Task
 from .report import write_report
 from .results import Row, read_results, write_csvs
 from .schedule import Schedule, load_schedule
 from .secret import course_secret
+from .shards import Shard
 
 
 def discover(submissions: Path) -> tuple[dict[str, dict[str, Path]], list[str]]:
@@ -77,29 +93,39 @@ def discover(submissions: Path) -> tuple[dict[str, dict[str, Path]], list[str]]:
     return found, warnings
 
 
-def prepare_assignment(course: Course) -> str:
+def prepare_assignment(course: Course, db_url: str) -> str:
     """Put the chapter's instructor notebook in source/ and release it.
 
-    Returns a digest of the instructor's files: when they change, every
-    submission of the chapter is graded again.
+    The release is written to the gradebook only when the gradebook does not
+    hold it already: another shard sharing the gradebook may have put it
+    there, and may be grading (see `gradebook`). Returns a digest of the
+    instructor's files: when they change, every submission of the chapter is
+    graded again.
     """
     digest = folder_digest(course.ch.solution.parent)
-    if course.source_stamp.exists() and course.source_stamp.read_text() == digest:
-        return digest
-    course.put_source()
-    generate_assignment(course)
+    with setup_lock(db_url, f"transformer-course release {course.ch.id}"):  # shards take turns
+        recorded = release_recorded(db_url, course.ch)
+        if recorded and course.source_stamp.exists() and course.source_stamp.read_text() == digest:
+            return digest
+        course.put_source()
+        if not recorded:
+            generate_assignment(course)
+    if recorded:  # this folder's release only
+        proc = run_nbgrader(course.root, "generate_assignment", course.ch.id, "--force", "--no-db")
+        if proc.returncode:
+            raise SystemExit(f"nbgrader generate_assignment {course.ch.id} failed:\n{proc.stderr[-3000:]}")
     course.source_stamp.write_text(digest)
     return digest
 
 
-def set_due_date(course: Course, schedule: Schedule, students: list[str]) -> None:
+def set_due_date(course: Course, db_url: str, schedule: Schedule, students: list[str]) -> None:
     """Give nbgrader the chapter's due date and each student's extension
     (``schedule.yml``); nbgrader's AssignLatePenalties does the rest."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     ch = course.ch.id
     due = schedule.due.get(ch)
-    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+    with open_gradebook(db_url) as gb:
         gb.update_or_create_assignment(ch, duedate=due and format_timestamp(due))
         for s in students:
             extension = schedule.extensions.get((s, ch))
@@ -113,16 +139,21 @@ def set_due_date(course: Course, schedule: Schedule, students: list[str]) -> Non
             gb.update_or_create_submission(ch, s, extension=extension)
 
 
-def grade_chapter(course: Course, folders: dict[str, Path | None], use_sandbox: bool, limits: Limits,
-                  secret: Path, schedule: Schedule | None = None) -> tuple[list[Row], list[list]]:
-    """Grade every student's notebook for one chapter (None: nothing submitted)."""
+def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, use_sandbox: bool, limits: Limits,
+                  secret: Path, schedule: Schedule | None = None, db: str | None = None) -> tuple[list[Row], list[list]]:
+    """Grade every student's notebook for one chapter (None: nothing submitted)
+    on the workers of `pool`, into the gradebook `db` (default: SQLite in the
+    course folder; see `gradebook`)."""
     ch = course.ch
     schedule = schedule or Schedule()
+    db_url = gradebook_url(course.root, db)
     kernel = course.write_kernelspec(use_sandbox, limits)
-    write_config(course.root, nbgrader_config(course.root, secret, kernel, limits, schedule.late_penalty))
+    config = nbgrader_config(course.root, secret, kernel, limits, schedule.late_penalty)
+    config.CourseDirectory.db_url = db_url
+    write_config(course.root, config)
     secret_digest = hashlib.sha256(secret.read_bytes()).hexdigest()
-    key = f"{prepare_assignment(course)}\0{judging_digest(ch, limits)}\0{use_sandbox}\0{secret_digest}"
-    set_due_date(course, schedule, sorted(folders))
+    key = f"{prepare_assignment(course, db_url)}\0{judging_digest(ch, limits)}\0{use_sandbox}\0{secret_digest}"
+    set_due_date(course, db_url, schedule, sorted(folders))
     key += f"\0{schedule.due.get(ch.id)}\0{schedule.late_penalty}"
     release = nbformat.read(course.release, as_version=4)
     status: dict[str, str] = {}
@@ -143,18 +174,34 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], use_sandbox: 
     for stale in (course.root / "submitted").glob(f"*/{ch.id}"):  # nbgrader grades all of submitted/
         if stale.parent.name not in notes:
             course.forget(stale.parent.name)
-    status.update(autograde(course, todo, limits))
-    graded = [s for s in notes if s not in status]
-    for s in generate_feedback(course, graded):
-        notes[s].append("no feedback: nbgrader generate_feedback failed")
-    unchanged = len([s for s in graded if s not in todo])
+    tasks = [Task(s, autograde=s in todo) for s in notes]
+    outcomes = pool.run(course, tasks, START_SECONDS + limits.wall_seconds + NOTEBOOK_SECONDS,
+                        Progress(f"grading {ch.id}", len(tasks)))
+    for s, outcome in outcomes.items():
+        if outcome.problem:
+            status[s] = f"not graded: {outcome.problem}"
+        elif not (outcome.feedback and publish_feedback(course, s)):
+            notes[s].append("no feedback: nbgrader generate_feedback failed")
+    unchanged = len([s for s in notes if s not in status and s not in todo])
     print(f"graded {ch.id}: {len(todo)} notebook(s) run, {unchanged} unchanged")
-    return read_results(course, sorted(folders), status, notes)
+    return read_results(course, db_url, sorted(folders), status, notes)
+
+
+def publish_feedback(course: Course, student: str) -> bool:
+    """Copy the student's feedback HTML to OUT/feedback; False if there is none."""
+    html, dest = course.feedback(student) / f"{course.ch.id}.html", course.published_feedback(student)
+    shutil.rmtree(dest, ignore_errors=True)
+    if not html.is_file():
+        return False
+    dest.mkdir(parents=True)
+    shutil.copy(html, dest / html.name)
+    return True
 
 
 def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path | None = None,
           cell_seconds: int | None = None, wall_seconds: int | None = None,
-          schedule: Schedule | None = None) -> list[Row]:
+          schedule: Schedule | None = None, workers: int | None = None, shard: Shard | None = None,
+          db: str | None = None) -> list[Row]:
     """Grade every submission under `submissions`; write the results to `out`.
 
     Student code runs in the sandbox (see `autograder.sandbox`); with
@@ -164,6 +211,10 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
     replace every chapter's own time limits (see `autograder.limits`).
     Due dates, extensions and the late penalty come from `schedule` (default:
     the course's ``schedule.yml``, see `autograder.schedule`).
+    `workers` students are graded at a time (default: one per CPU core; see
+    `autograder.pool`); `shard` grades only its share of the students (see
+    `autograder.shards`), into the gradebook `db` (an SQLAlchemy URL; default:
+    SQLite in OUT, see `autograder.gradebook`).
     """
     schedule = schedule or load_schedule()
     if use_sandbox:
@@ -178,15 +229,20 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     students = sorted({s for per in found.values() for s in per})
+    if shard is not None:
+        print(f"shard {shard}: {len([s for s in students if shard.holds(s)])} of {len(students)} students")
+        students = [s for s in students if shard.holds(s)]
     rows: list[Row] = []
     cells: list[list] = []
-    for ch in all_chapters():
-        if ch.id in found:
-            limits = chapter_limits(ch, cell_seconds, wall_seconds)
-            ch_rows, ch_cells = grade_chapter(Course(out, ch), {s: found[ch.id].get(s) for s in students},
-                                              use_sandbox, limits, secret, schedule)
-            rows += ch_rows
-            cells += ch_cells
+    if students:
+        with Pool(out / "nbgrader", min(workers or os.cpu_count() or 1, len(students))) as pool:
+            for ch in all_chapters():
+                if ch.id in found:
+                    limits = chapter_limits(ch, cell_seconds, wall_seconds)
+                    ch_rows, ch_cells = grade_chapter(Course(out, ch), {s: found[ch.id].get(s) for s in students},
+                                                      pool, use_sandbox, limits, secret, schedule, db)
+                    rows += ch_rows
+                    cells += ch_cells
     write_csvs(out, rows, cells)
     if rows:
         write_report(out)

@@ -10,17 +10,21 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from course.protocol import BOOK_ENV, JUPYTER_DIR, PROBE_DIR_ENV, PROBE_DIRNAME, RUNTIME_DIR
+from course.protocol import (
+    BOOK_ENV,
+    JUPYTER_DIR,
+    PROBE_DIR_ENV,
+    PROBE_DIRNAME,
+    RUNTIME_DIR,
+)
 
 from .chapters import ROOT
 from .course_folder import Course
-from .limits import Limits
 
 GRADER_MEMORY_BYTES = 16 * 1024**3  # a backstop: floods are cut in GuardedExecute
 PR_SET_PDEATHSIG = 1
@@ -28,14 +32,14 @@ START_SECONDS = 300  # nbgrader's own start-up and bookkeeping, per command
 NOTEBOOK_SECONDS = 120  # per notebook, on top of its wall clock: the judge, saving
 
 
-def _grader_limits() -> None:
+def grader_limits() -> None:
     """Cap nbgrader's memory, and end it (and so its kernel) if grade dies."""
     resource.setrlimit(resource.RLIMIT_AS, (GRADER_MEMORY_BYTES, GRADER_MEMORY_BYTES))
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def run_nbgrader(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-    """``nbgrader ARGS`` in the course folder `root`; a timeout is reported as a failure."""
+def nbgrader_env(root: Path) -> dict[str, str]:
+    """The environment nbgrader runs in, for the course folder `root`."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # alembic
     env[PROBE_DIR_ENV] = PROBE_DIRNAME  # for unsandboxed kernels; relative: they run in the notebook's folder
@@ -43,10 +47,15 @@ def run_nbgrader(root: Path, *args: str, timeout: float | None = None) -> subpro
     env["JUPYTER_RUNTIME_DIR"] = str(root / RUNTIME_DIR)  # connection files, private to the grader
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"  # the judge's imports
     env.pop(BOOK_ENV, None)
+    return env
+
+
+def run_nbgrader(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``nbgrader ARGS`` in the course folder `root`; a timeout is reported as a failure."""
     command = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
     try:
-        return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
-                              timeout=timeout, preexec_fn=_grader_limits)
+        return subprocess.run(command, cwd=root, env=nbgrader_env(root), capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=grader_limits)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(command, -signal.SIGKILL, "", f"ERROR: timed out after {timeout} s")
 
@@ -56,45 +65,3 @@ def generate_assignment(course: Course) -> None:
     proc = run_nbgrader(course.root, "generate_assignment", course.ch.id, "--force")
     if proc.returncode:
         raise SystemExit(f"nbgrader generate_assignment {course.ch.id} failed:\n{proc.stderr[-3000:]}")
-
-
-def autograde(course: Course, students: list[str], limits: Limits) -> dict[str, str]:
-    """Run nbgrader autograde for `students`; isolate failures per student.
-
-    Returns {student: status} for those nbgrader could not grade.
-    """
-    failed: dict[str, str] = {}
-    if not students:
-        return failed
-    ch = course.ch.id
-    per_notebook = limits.wall_seconds + NOTEBOOK_SECONDS
-    proc = run_nbgrader(course.root, "autograde", ch, timeout=START_SECONDS + per_notebook * len(students))
-    todo = [s for s in students if not course.is_graded(s)]
-    if proc.returncode == 0 and not todo:
-        return failed
-    for s in todo:  # one at a time, so one broken submission cannot sink the rest
-        one = run_nbgrader(course.root, "autograde", ch, f"--student={s}", "--force",
-                           timeout=START_SECONDS + per_notebook)
-        if not course.is_graded(s):
-            lines = [ln for ln in (one.stderr or "").splitlines() if "ERROR" in ln or "Error" in ln]
-            failed[s] = "not graded: " + (lines[-1].strip()[:200] if lines else "nbgrader autograde failed")
-            shutil.rmtree(course.autograded(s), ignore_errors=True)
-    return failed
-
-
-def generate_feedback(course: Course, students: list[str]) -> list[str]:
-    """Write feedback HTML for `students` into OUT/feedback; returns those left without."""
-    if not students:
-        return []
-    ch = course.ch.id
-    run_nbgrader(course.root, "generate_feedback", ch, "--force", timeout=600)
-    missing = []
-    for s in students:
-        html, dest = course.feedback(s) / f"{ch}.html", course.published_feedback(s)
-        shutil.rmtree(dest, ignore_errors=True)
-        if html.is_file():
-            dest.mkdir(parents=True)
-            shutil.copy(html, dest / html.name)
-        else:
-            missing.append(s)
-    return missing

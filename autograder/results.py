@@ -13,6 +13,7 @@ from course.protocol import STATUS_DIR
 
 from .course_folder import Course
 from .execute import status_path
+from .gradebook import gradebook_url, open_gradebook
 from .late import describe_lateness
 
 GRADES_HEADER = ["student_id", "assignment", "score", "max_score", "status",
@@ -55,18 +56,18 @@ def run_notes(course: Course, student: str) -> list[str]:
     return notes
 
 
-def read_results(course: Course, students: list[str], status: dict[str, str],
+def read_results(course: Course, db_url: str, students: list[str], status: dict[str, str],
                  notes: dict[str, list[str]]) -> tuple[list[Row], list[list]]:
-    """Each student's row, and each graded test cell's row, from the gradebook.
+    """Each student's row, and each graded test cell's row, from the gradebook `db_url`.
 
     `status` holds the rows of students who were not graded (why not);
     `notes`, what intake repaired in the others' notebooks.
     """
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     ch = course.ch.id
     rows, cells = [], []
-    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+    with open_gradebook(db_url) as gb:
         assignment = gb.find_assignment(ch)
         max_score, due = assignment.max_score, assignment.duedate
         for s in students:
@@ -110,30 +111,45 @@ def graded_row(sub, notes: list[str]) -> Row:
                _when(sub.duedate), round(late))
 
 
-def refresh(out: Path) -> list[Row]:
-    """Read the scores of OUT/grades.csv's graded rows (and OUT/exercises.csv)
-    again from the gradebook, so that what was graded or adjusted by hand in
-    nbgrader's formgrader since `grade` ran is included; rewrite both files."""
-    from nbgrader.api import Gradebook, MissingEntry
+def _number(text: str) -> float:
+    """A number as grades.csv wrote it (an int stays an int, so it is written back the same)."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
 
-    with open(out / "grades.csv", newline="") as f:
+
+def read_rows(path: Path) -> list[Row]:
+    """The rows of a grades.csv file."""
+    with open(path, newline="") as f:
         old = list(csv.DictReader(f))
-    db = out / "nbgrader" / "gradebook.db"
+    rows = []
+    for r in old:
+        row = Row(**{k: r.get(k, "") for k in GRADES_HEADER[:5]})
+        for k in ("score", "max_score", "late_penalty", "seconds_late"):
+            setattr(row, k, _number(r.get(k) or "0.0"))
+        row.timestamp, row.duedate = r.get("timestamp", ""), r.get("duedate", "")
+        rows.append(row)
+    return rows
+
+
+def refresh(out: Path, db_url: str | None = None) -> list[Row]:
+    """Read the scores of OUT/grades.csv's graded rows (and OUT/exercises.csv)
+    again from the gradebook (`db_url`, default: OUT's own SQLite one), so that
+    what was graded or adjusted by hand in nbgrader's formgrader since `grade`
+    ran is included; rewrite both files."""
+    from nbgrader.api import MissingEntry
+
     rows, cells = [], []
-    with Gradebook(f"sqlite:///{db}") as gb:
-        for r in old:
-            row = Row(**{k: r.get(k, "") for k in GRADES_HEADER[:5]})
-            row.score, row.max_score = float(r["score"]), float(r["max_score"])
-            for k in ("late_penalty", "seconds_late"):
-                setattr(row, k, float(r.get(k) or 0))
-            row.timestamp, row.duedate = r.get("timestamp", ""), r.get("duedate", "")
-            if r["status"].startswith("graded"):
+    with open_gradebook(gradebook_url(out / "nbgrader", db_url)) as gb:
+        for row in read_rows(out / "grades.csv"):
+            if row.status.startswith("graded"):
                 try:
-                    sub = gb.find_submission(r["assignment"], r["student_id"])
+                    sub = gb.find_submission(row.assignment, row.student_id)
                 except MissingEntry:
                     pass
                 else:
-                    inner = r["status"][len("graded ("):-1] if r["status"].startswith("graded (") else ""
+                    inner = row.status[len("graded ("):-1] if row.status.startswith("graded (") else ""
                     notes = [n for n in inner.split("; ") if n and not n.startswith(GRADEBOOK_NOTES)]
                     row = graded_row(sub, notes)
                     for nb in sub.notebooks:
