@@ -114,18 +114,37 @@ class DecoderLM(nn.Module):
 
 # ------------------------------------------------------------ fused attention ---
 
+def _is_causal(mask: torch.Tensor) -> bool:
+    """Whether an additive (n, n) mask is exactly the causal one: -inf above the diagonal, 0 elsewhere."""
+    if mask.dim() != 2 or mask.shape[0] != mask.shape[1]:
+        return False
+    future = torch.ones(mask.shape, dtype=torch.bool, device=mask.device).triu(diagonal=1)
+    return torch.equal(torch.isneginf(mask), future) and not mask.masked_fill(future, 0).any()
+
+
 def _fused_forward(mha: nn.Module, query: torch.Tensor, key: torch.Tensor | None = None,
                    value: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
     """Chapter 5's MultiHeadAttention.forward with F.scaled_dot_product_attention (one fused kernel)
-    in place of chapter 4's attention: the same weights, the same output; no weights returned."""
+    in place of chapter 4's attention: the same weights, the same output; no weights returned.
+    Self-attention computes q, k and v with one matrix product (the three weights side by side),
+    and a causal mask becomes SDPA's is_causal, its fastest path."""
     key = query if key is None else key
     value = key if value is None else value
-    q = split_heads(mha.W_q(query), mha.num_heads)   # (batch, h, n_q, d_head)
-    k = split_heads(mha.W_k(key), mha.num_heads)     # (batch, h, n_k, d_head)
-    v = split_heads(mha.W_v(value), mha.num_heads)   # (batch, h, n_k, d_head)
-    if mask is not None:
-        mask = mask.unsqueeze(-3).to(q.dtype)        # (..., 1, n_q, n_k): the same for every head
-    return mha.W_o(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask))), None
+    if key is query and value is query:
+        weight = torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight])          # (3 d_model, d_in)
+        bias = None if mha.W_q.bias is None else torch.cat([mha.W_q.bias, mha.W_k.bias, mha.W_v.bias])
+        q, k, v = (split_heads(t, mha.num_heads) for t in F.linear(query, weight, bias).chunk(3, dim=-1))
+    else:
+        q = split_heads(mha.W_q(query), mha.num_heads)   # (batch, h, n_q, d_head)
+        k = split_heads(mha.W_k(key), mha.num_heads)     # (batch, h, n_k, d_head)
+        v = split_heads(mha.W_v(value), mha.num_heads)   # (batch, h, n_k, d_head)
+    if mask is not None and _is_causal(mask):
+        heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        if mask is not None:
+            mask = mask.unsqueeze(-3).to(q.dtype)        # (..., 1, n_q, n_k): the same for every head
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return mha.W_o(merge_heads(heads)), None
 
 
 def _fused_layer_norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from course.data import DEFAULT_PATH, SHA256, CharCorpus, load_text
 from course.models import DecoderLM, use_fused_kernels
-from course.parts import reference_parts
+from course.parts import Parts, reference_parts
 from course.train import (
     History,
     TrainConfig,
@@ -88,21 +88,25 @@ PRESETS: dict[str, CharLMConfig] = {
 }
 
 
-def build(config: CharLMConfig, vocab_size: int) -> DecoderLM:
-    """The model of `config`, initialised from config.seed (the same on every rank)."""
+def build(config: CharLMConfig, vocab_size: int, parts: Parts | None = None) -> DecoderLM:
+    """The model of `config` built from `parts` (default: the course's reference pieces), initialised
+    from config.seed (the same on every rank)."""
     torch.manual_seed(config.seed)
     model = DecoderLM(vocab_size, config.d_model, config.num_heads, config.num_layers, config.d_ff,
-                      config.dropout, max_len=config.block_size)
+                      config.dropout, max_len=config.block_size, parts=parts)
     return use_fused_kernels(model) if config.fused else model
 
 
 def train_char_lm(config: CharLMConfig, corpus: CharCorpus, *, samples: int = 0, sample_length: int = 300,
                   checkpoint: str | None = None, resume: bool = False, progress: bool = True,
-                  callback: Callable[[int, History], None] | None = None) -> tuple[DecoderLM, History, list[str]]:
-    """Train a DecoderLM on `corpus` (`fit`'s checkpoint, resume and callback); returns (model, history,
-    `samples` texts of `sample_length` characters sampled after training, each from a newline)."""
-    model = build(config, corpus.vocab_size)
-    parts = reference_parts()
+                  callback: Callable[[int, History], None] | None = None,
+                  parts: Parts | None = None) -> tuple[DecoderLM, History, list[str]]:
+    """Train a DecoderLM built from `parts` (default: the course's reference pieces; a learner's own
+    with `course.learner.learner_parts`) on `corpus` (`fit`'s checkpoint, resume and callback); returns
+    (model, history, `samples` texts of `sample_length` characters sampled after training, each from
+    a newline)."""
+    parts = parts or reference_parts()
+    model = build(config, corpus.vocab_size, parts)
     cross_entropy = F.cross_entropy if config.fused else parts.cross_entropy
 
     def get_batch(split: str, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
