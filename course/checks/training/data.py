@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from ..kit import raises, variant
+from ..framework import Case, Check, Mistake, register
+from ..kit import raises, unless, variant
 
 IGNORE = -100
 
@@ -207,7 +207,7 @@ register(
                             "input holds <bos> and the row's tokens, then padding: <eos> is only ever a target.",
                             variant(_shift, eos_in_input=True)),
                     Mistake("Did you assume the padding id is 0? Count a row's real tokens with tgt != pad.",
-                            lambda case: variant(_shift, pad_zero=True)(case) if _pad_not_zero(case) else NOT_APPLICABLE)],
+                            unless(_pad_not_zero, variant(_shift, pad_zero=True)))],
           hint="shift_for_teacher_forcing returns (decoder_input, target), both (batch, n + 1) of tgt's dtype: "
                "decoder_input = <bos> y_1 .. y_L then pad; target = y_1 .. y_L <eos> then pad, where L is the row's "
                "number of tokens that are not pad; a tgt that is not 2-dimensional raises ValueError."),

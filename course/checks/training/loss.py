@@ -8,8 +8,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from ..kit import describe, raises, randn, variant
+from ..framework import Case, Check, Mistake, register
+from ..kit import describe, raises, randn, unless, variant
 
 
 def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -87,33 +87,30 @@ def _smoothed(case: Case) -> bool:
     return case.kwargs.get("label_smoothing", 0.0) > 0
 
 
-def _when(applies: Any, **knobs: Any) -> Any:
-    out = variant(_ce, **knobs)
-    return lambda case: out(case) if applies(case) else NOT_APPLICABLE
-
-
 register(
     __name__,
     Check(name="cross_entropy", cases=_ce_cases, expected=_ce,
           mistakes=[Mistake("Did you count the padding? Average over the positions whose target is not pad only: "
-                            "padding is not a prediction the model must make.", _when(_padded, count_pad=True)),
+                            "padding is not a prediction the model must make.",
+                            unless(_padded, variant(_ce, count_pad=True))),
                     Mistake("Did you spread the smoothing mass over the padding token too (as "
                             "F.cross_entropy(..., label_smoothing=eps) does)? The contract's uniform part covers the "
                             "classes other than pad: the model should never be taught to predict padding.",
-                            _when(lambda c: _smoothed(c) and c.kwargs.get("pad") is not None, smooth_over="all")),
+                            unless(lambda c: _smoothed(c) and c.kwargs.get("pad") is not None,
+                                   variant(_ce, smooth_over="all"))),
                     Mistake("Did you smooth over the wrong classes only? The uniform part covers every class but "
                             "pad, the true one included (as in PyTorch's label_smoothing).",
-                            _when(_smoothed, smooth_over="others")),
+                            unless(_smoothed, variant(_ce, smooth_over="others"))),
                     Mistake("Did you forget the (1 - eps) on the true class? q = (1 - eps) * one_hot + eps * "
-                            "uniform sums to 1.", _when(_smoothed, one_minus=False)),
+                            "uniform sums to 1.", unless(_smoothed, variant(_ce, one_minus=False))),
                     Mistake("Did you sum instead of averaging? Return the mean over the counted positions.",
                             variant(_ce, reduce="sum")),
                     Mistake("Did you average each row first, then the rows? Rows count different numbers of "
                             "tokens: average over all counted positions at once.",
-                            _when(_padded, reduce="rows")),
+                            unless(_padded, variant(_ce, reduce="rows"))),
                     Mistake("Did you take log(softmax(x))? For large logits exp overflows (or the softmax "
                             "underflows to 0 and its log is -inf): use a log-softmax (chapter 9).",
-                            _when(lambda c: c.meta.get("scale", 1) > 100, naive=True))],
+                            unless(lambda c: c.meta.get("scale", 1) > 100, variant(_ce, naive=True)))],
           hint="cross_entropy: mean over the positions whose target is not pad of -sum_c q_c log softmax(logits)_c, "
                "q = (1 - eps) one_hot(target) + eps * uniform over the classes other than pad; a 0-dim tensor of the "
                "logits' dtype; label_smoothing outside [0, 1] or mismatched shapes raise ValueError.",

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..framework import NOT_APPLICABLE, Case, Check, Mistake, Raises, register
-from ..kit import raises, variant
+from ..framework import Case, Check, Mistake, Raises, register
+from ..kit import raises, unless, variant
 
 # ---------------------------------------------------------- 10.3 schedule ---
 
@@ -71,11 +71,6 @@ def _warm(case: Case) -> bool:
 
 def _with_min(case: Case) -> bool:
     return case.kwargs.get("min_lr", 0.0) > 0
-
-
-def _when(oracle: Any, applies: Any, **knobs: Any) -> Any:
-    out = variant(oracle, **knobs)
-    return lambda case: out(case) if applies(case) else NOT_APPLICABLE
 
 
 # -------------------------------------------------- the network we train ---
@@ -265,18 +260,18 @@ register(
     Check(name="lr_at", cases=_lr_cases, call=_lr_call, expected=_lr,
           mistakes=[Mistake("Is your warm-up one step late? Step 0 must already train: lr = max_lr * (step + 1) / "
                             "warmup_steps, reaching max_lr at step warmup_steps - 1.",
-                            _when(_lr, _warm, warmup="step")),
+                            unless(_warm, variant(_lr, warmup="step"))),
                     Mistake("Did you divide by warmup_steps + 1? The warm-up reaches max_lr at step warmup_steps - 1: "
-                            "lr = max_lr * (step + 1) / warmup_steps.", _when(_lr, _warm, warmup="of w + 1")),
+                            "lr = max_lr * (step + 1) / warmup_steps.", unless(_warm, variant(_lr, warmup="of w + 1"))),
                     Mistake("Did you warm up through step warmup_steps (step <= warmup_steps)? The warm-up covers "
                             "steps 0 .. warmup_steps - 1; at step warmup_steps the rate is max_lr, where the "
-                            "cosine starts.", _when(_lr, _warm, warmup="<=")),
+                            "cosine starts.", unless(_warm, variant(_lr, warmup="<="))),
                     Mistake("Did you start the decay at step 0? The cosine runs from max_lr at step warmup_steps to "
                             "min_lr at step total_steps: t = (step - warmup_steps) / (total_steps - warmup_steps).",
-                            _when(_lr, _warm, decay_from="zero")),
+                            unless(_warm, variant(_lr, decay_from="zero"))),
                     Mistake("Did the cosine go on after total_steps? Past the end the rate stays at min_lr.",
                             variant(_lr, clamp=False)),
-                    Mistake("Did you decay to 0 instead of min_lr?", _when(_lr, _with_min, use_min=False)),
+                    Mistake("Did you decay to 0 instead of min_lr?", unless(_with_min, variant(_lr, use_min=False))),
                     Mistake("Did you decay linearly? The schedule is a cosine: (1 + cos(pi * t)) / 2.",
                             variant(_lr, shape="linear"))],
           hint="lr_at(step, max_lr, warmup_steps, total_steps, min_lr=0.0): max_lr * (step + 1) / warmup_steps "
@@ -285,20 +280,20 @@ register(
                "0 <= warmup_steps < total_steps."),
     Check(name="train_step", cases=_step_cases, call=_step_call, expected=_step, inputs_unchanged=False,
           mistakes=[Mistake("Did you clip after optimizer.step()? Clipping must change the gradients BEFORE the "
-                            "step uses them: backward, clip, step.", _when(_step, _clipped, clip_after=True)),
+                            "step uses them: backward, clip, step.", unless(_clipped, variant(_step, clip_after=True))),
                     Mistake("Did you forget to clear the old gradients? backward() adds to .grad: call "
                             "optimizer.zero_grad() (or model.zero_grad()) before it.", variant(_step, zero=False)),
                     Mistake("Did you clip each parameter's gradient on its own? The norm is the L2 norm of ALL "
                             "gradients together (one vector), and every gradient is scaled by the same factor.",
-                            _when(_step, _clipped, per_param=True)),
+                            unless(_clipped, variant(_step, per_param=True))),
                     Mistake("Did you return the norm after clipping? Return the norm measured before clipping (it is "
                             "what you would log to see how often clipping happens).",
-                            _when(_step, _clipped, norm_after=True)),
+                            unless(_clipped, variant(_step, norm_after=True))),
                     Mistake("Did you forget model.train()? The model may arrive in eval mode (after an evaluation): "
                             "dropout and the like must be on while training.", variant(_step, train=False)),
                     Mistake("Did you always rescale the gradients to norm max_grad_norm? Clip only when the norm is "
                             "larger; smaller gradients are left alone.",
-                            _when(_step, lambda c: not _clipped(c), always=True))],
+                            unless(lambda c: not _clipped(c), variant(_step, always=True)))],
           hint="train_step: model.train(); clear the gradients; loss = loss_fn(model, batch); loss.backward(); norm = "
                "L2 norm of all the gradients together (parameters without a gradient skipped); if norm > "
                "max_grad_norm multiply every gradient by max_grad_norm / (norm + 1e-6); optimizer.step(); return "
@@ -312,13 +307,13 @@ register(
                             "costs memory and time.", variant(_eval, grad=True)),
                     Mistake("Did you leave the model in eval mode? Put it back in the mode it arrived in "
                             "(model.train(was_training)), or the next training steps run without dropout.",
-                            _when(_eval, lambda c: c.meta["mode"] == "train", restore=False)),
+                            unless(lambda c: c.meta["mode"] == "train", variant(_eval, restore=False))),
                     Mistake("Did you call model.train() at the end whatever the mode was? Restore the mode the "
                             "model arrived in: model.train(was_training).",
-                            _when(_eval, lambda c: c.meta["mode"] == "eval", restore="train")),
+                            unless(lambda c: c.meta["mode"] == "eval", variant(_eval, restore="train"))),
                     Mistake("Did you average the batch means? Batches count different numbers of tokens: weight each "
                             "batch's mean by its count, sum(mean_b * count_b) / sum(count_b).",
-                            _when(_eval, _unequal, weighted=False))],
+                            unless(_unequal, variant(_eval, weighted=False)))],
           hint="evaluate: remember model.training, call model.eval(), loop once over the batches under "
                "torch.no_grad() adding mean * count and count, restore the mode, return the total over the count as "
                "a float; no batches (no counted tokens) raises ValueError."),
