@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import zmq
+import zmq.asyncio
 from jupyter_client import AsyncKernelManager
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
@@ -54,7 +55,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Float, Integer, Type, Unicode
+from traitlets import Bool, Float, Integer, Type, Unicode, default
 
 from course.protocol import status_name
 
@@ -160,6 +161,15 @@ class BoundedKernelManager(AsyncKernelManager):
     and so the socket limits `GuardedExecute` sets on it."""
 
     client_factory = Type(TolerantKernelClient)
+
+    @default("context")
+    def _context_default(self) -> zmq.asyncio.Context:
+        """One ZeroMQ context for every kernel this process runs, never terminated (as
+        jupyter_server's shared context): a grading worker runs kernel after kernel, and
+        terminating each kernel's own context can wait forever for a socket that a channel
+        thread, killed by the termination itself, never closed."""
+        self._created_context = False
+        return zmq.asyncio.Context.instance()
 
     def client(self, **kwargs: Any) -> Any:
         return super().client(context=self.context, **kwargs)
