@@ -128,8 +128,8 @@ def _fused_forward(mha: nn.Module, query: torch.Tensor, key: torch.Tensor | None
     in place of chapter 4's attention: the same weights, the same output; no weights returned.
     Self-attention computes q, k and v with one matrix product (the three weights side by side),
     and a causal mask becomes SDPA's is_causal, its fastest path."""
-    key = query if key is None else key
-    value = key if value is None else value
+    key = key if key is not None else query        # MultiHeadAttention's defaults: self-attention
+    value = value if value is not None else key
     if key is query and value is query:
         weight = torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight])          # (3 d_model, d_in)
         bias = None if mha.W_q.bias is None else torch.cat([mha.W_q.bias, mha.W_k.bias, mha.W_v.bias])
