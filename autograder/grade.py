@@ -51,7 +51,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import sandbox
+from . import feedback, sandbox
 from .chapters import all_chapters
 from .course_folder import Course
 from .fingerprint import folder_digest, judging_digest
@@ -188,13 +188,14 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, u
 
 
 def publish_feedback(course: Course, student: str) -> bool:
-    """Copy the student's feedback HTML to OUT/feedback; False if there is none."""
+    """Copy the student's feedback HTML to OUT/feedback, rendered for reading offline
+    (`feedback.publish`); False if there is none."""
     html, dest = course.feedback(student) / f"{course.ch.id}.html", course.published_feedback(student)
     shutil.rmtree(dest, ignore_errors=True)
     if not html.is_file():
         return False
     dest.mkdir(parents=True)
-    shutil.copy(html, dest / html.name)
+    feedback.publish(html, dest / html.name, course.out / "feedback", course.release)
     return True
 
 
