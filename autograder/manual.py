@@ -7,6 +7,12 @@ shows every chapter, student and cell. Scores given or adjusted there, extra
 credit and comments go to the gradebook; ``grade`` run again (it regrades
 nothing that has not changed) writes the feedback with the comments, and
 ``grade`` or ``export`` write them into grades.csv (`results.refresh`).
+
+Run as root (as README recommends for the grading sandbox), JupyterLab
+refuses to start unless told ``--allow-root``; the command says so then.
+The formgrader shows nbgrader's scores, before any late penalty: nbgrader
+applies the penalty only to the feedback page's total, and grades.csv,
+the feedback and `export` give the score after it (see `results.graded_row`).
 """
 
 from __future__ import annotations
@@ -34,4 +40,6 @@ def formgrader_command(out: Path, port: int = 8888) -> tuple[list[str], Path, di
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
            "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")])}
     argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", f"--ServerApp.root_dir={root}"]
+    if os.geteuid() == 0:
+        argv.append("--allow-root")
     return argv, root, env
