@@ -146,9 +146,10 @@ class BPETokenizer(CharTokenizer):
 
     def encode(self, text: str, add_special: bool = False) -> list[int]:
         """Ids of the BPE tokens of `text` (unknown ones -> <unk>), optionally wrapped in <bos> ... <eos>."""
-        ids = [self.stoi.get(token, self.unk_id) for token in bpe_encode(text, self.merges)]
+        unk, bos, eos = self.stoi["<unk>"], self.stoi["<bos>"], self.stoi["<eos>"]  # looked up, not assumed
+        ids = [self.stoi.get(token, unk) for token in bpe_encode(text, self.merges)]
         if add_special:
-            ids = [self.bos_id] + ids + [self.eos_id]
+            ids = [bos] + ids + [eos]
         return ids
 
     # decode(ids) is inherited from CharTokenizer.

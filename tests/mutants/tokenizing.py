@@ -150,8 +150,9 @@ MUTANTS = [
            (("        self.vocab_size = len(self.itos)\n", ""),), (T_BPE,),
            hint="Did you update vocab_size after adding the merged tokens?"),
     Mutant("bpe: encode not replaced (inherited: one id per character)", BPE,
-           (("        ids = [self.stoi.get(token, self.unk_id) for token in bpe_encode(text, self.merges)]\n"
-             "        if add_special:\n            ids = [self.bos_id] + ids + [self.eos_id]\n        return ids\n",
+           (("        unk, bos, eos = self.stoi[\"<unk>\"], self.stoi[\"<bos>\"], self.stoi[\"<eos>\"]  # looked up, not assumed\n"
+             "        ids = [self.stoi.get(token, unk) for token in bpe_encode(text, self.merges)]\n"
+             "        if add_special:\n            ids = [bos] + ids + [eos]\n        return ids\n",
              "        return super().encode(text, add_special)\n"),), (T_BPE,),
            hint="did you replace encode?"),
     Mutant("bpe: decode overridden, joining tokens with spaces", BPE,
@@ -161,11 +162,11 @@ MUTANTS = [
              "        return \" \".join(p for p in pieces if p)"),), (T_BPE,),
            hint="Did decode join the tokens with spaces?"),
     Mutant("bpe: unknown tokens crash", BPE,
-           (("[self.stoi.get(token, self.unk_id) for token", "[self.stoi[token] for token"),), (T_BPE,),
+           (("[self.stoi.get(token, unk) for token", "[self.stoi[token] for token"),), (T_BPE,),
            hint=_UNKNOWN),
     Mutant("bpe: special ids hard-coded 0..3 in encode", BPE,
-           (("self.stoi.get(token, self.unk_id)", "self.stoi.get(token, 3)"),
-            ("[self.bos_id] + ids + [self.eos_id]", "[1] + ids + [2]")), (T_BPE,), hint=_HARD_CODED),
+           (("self.stoi.get(token, unk)", "self.stoi.get(token, 3)"),
+            ("[bos] + ids + [eos]", "[1] + ids + [2]")), (T_BPE,), hint=_HARD_CODED),
     # an attribute the contract asks for
     Mutant("bpe: merges kept under another name", BPE,
            (("self.merges: list[tuple[str, str]] = list(merges)", "self._merges: list[tuple[str, str]] = list(merges)"),
