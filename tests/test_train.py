@@ -158,6 +158,26 @@ def test_ddp_with_gloo_on_two_processes_matches_one_process(corpus, tmp_path):
             torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
 
 
+def test_the_gpu_preset_runs_through_the_benchmark_on_the_cpu_at_tiny_sizes(tmp_path):
+    """benchmarks/char_lm.py --preset gpu: the GPU run's code path (its preset's dropout, fused kernels,
+    autocast setting and time schedule) at tiny sizes on the CPU; torch.compile left out (minutes on a CPU)."""
+    text = tmp_path / "text.txt"
+    text.write_text(generated_text())
+    tiny = ["--num-layers=1", "--num-heads=2", "--d-model=16", "--d-ff=32", "--block-size=16", "--batch-size=4",
+            "--steps=4", "--warmup-steps=1", "--time-limit=0.5", "--eval-batches=2", "--compile=0", "--threads=1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT}
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "char_lm.py"), "--preset=gpu", f"--data={text}",
+         "--no-sha256", "--samples=1", "--sample-length=20", "--quiet", f"--json={tmp_path / 'run.json'}", *tiny],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "anchor: targets" in result.stdout and "tokens/s" in result.stdout
+    run = json.loads((tmp_path / "run.json").read_text())
+    config = run["config"]
+    assert config["dropout"] == 0.2 and config["fused"] and config["num_layers"] == 1
+    assert run["history"]["val"] and run["history"]["device"] == "cpu" and len(run["samples"]) == 1
+
+
 # ---------------------------------------------------------- fused kernels ---
 
 def test_fused_kernels_give_the_course_pieces_results():
