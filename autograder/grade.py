@@ -125,7 +125,7 @@ def set_due_date(course: Course, db_url: str, schedule: Schedule, students: list
 
     ch = course.ch.id
     due = schedule.due.get(ch)
-    with open_gradebook(db_url) as gb:
+    with open_gradebook(db_url) as gb, gb.db.no_autoflush:  # nbgrader's add_submission, else an SAWarning
         gb.update_or_create_assignment(ch, duedate=due and format_timestamp(due))
         for s in students:
             extension = schedule.extensions.get((s, ch))
