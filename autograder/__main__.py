@@ -2,7 +2,7 @@
 
   release [CHAPTER ...]              regenerate chapters/ (and course/reference/) from solutions/
   check NOTEBOOK                     a student's self-check: run the visible tests, show the score
-  collect ARCHIVE --chapter CH --into SUBMISSIONS
+  collect ARCHIVE --chapter CH --into SUBMISSIONS [--timezone ZONE]
                                      unpack an LMS export (Canvas, Moodle, zip of folders) for grading
   grade SUBMISSIONS --out OUT [--secret FILE] [--workers N] [--shard I/N] [--db URL]
                                      autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("archive", type=Path)
     p.add_argument("--chapter", required=True, help="the chapter id the archive holds")
     p.add_argument("--into", type=Path, required=True, help="the SUBMISSIONS folder to fill")
+    p.add_argument("--timezone", help="the zone of the archive's local zip times (default: schedule.yml's)")
 
     p = sub.add_parser("grade", help="autograde every submission in a folder")
     p.add_argument("submissions", type=Path, help="SUBMISSIONS/<student_id>/<chapter_id>/<notebook>.ipynb")
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "collect":
         from .collect import collect
         get_chapter(args.chapter)
-        found = collect(args.archive, args.chapter, args.into)
+        found = collect(args.archive, args.chapter, args.into, args.timezone)
         print(f"collected {len(found)} notebook(s) into {args.into}")
     elif args.command == "grade":
         from .grade import grade

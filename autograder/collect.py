@@ -57,14 +57,21 @@ def student_of(member: PurePosixPath, chapter: str) -> str | None:
     return None
 
 
-def handed_in(info: zipfile.ZipInfo, zone: ZoneInfo) -> dt.datetime | None:
-    """When the archive says a member was handed in (UTC), or None when it holds no time."""
+def utc_time(info: zipfile.ZipInfo) -> dt.datetime | None:
+    """A member's Info-ZIP extended timestamp (UTC), if it has one."""
     extra = info.extra
     while len(extra) >= 4:
         kind, size = int.from_bytes(extra[:2], "little"), int.from_bytes(extra[2:4], "little")
         data, extra = extra[4:4 + size], extra[4 + size:]
         if kind == EXTENDED_TIMESTAMP and len(data) >= 5 and data[0] & 1:
             return dt.datetime.fromtimestamp(int.from_bytes(data[1:5], "little"), dt.timezone.utc)
+    return None
+
+
+def handed_in(info: zipfile.ZipInfo, zone: ZoneInfo) -> dt.datetime | None:
+    """When the archive says a member was handed in (UTC), or None when it holds no time."""
+    if (when := utc_time(info)) is not None:
+        return when
     if info.date_time == NO_TIME:
         return None
     return dt.datetime(*info.date_time, tzinfo=zone).astimezone(dt.timezone.utc)
@@ -72,7 +79,8 @@ def handed_in(info: zipfile.ZipInfo, zone: ZoneInfo) -> dt.datetime | None:
 
 def collect(archive: Path, chapter: str, into: Path, timezone: str | None = None) -> dict[str, str]:
     """Write each student's notebook, and its timestamp.txt, under `into`; return {student: member}.
-    `timezone` is the zone of the archive's plain zip times (default: the course's, schedule.yml)."""
+    `timezone` is the zone of the archive's plain zip times (default: the course's, schedule.yml).
+    Prints which member went to which student, handed in when, and how that time was read."""
     zone = ZoneInfo(timezone or load_schedule().timezone)
     chosen: dict[str, zipfile.ZipInfo] = {}
     with zipfile.ZipFile(archive) as zf:
@@ -101,4 +109,13 @@ def collect(archive: Path, chapter: str, into: Path, timezone: str | None = None
                 stamp.unlink(missing_ok=True)
             else:
                 stamp.write_text(format_timestamp(when) + "\n")
+            print(f"{student}: {info.filename} -> {dest.relative_to(into)}, {describe_time(info, when, zone)}")
     return {s: i.filename for s, i in chosen.items()}
+
+
+def describe_time(info: zipfile.ZipInfo, when: dt.datetime | None, zone: ZoneInfo) -> str:
+    """When a member was handed in, and which of the archive's times said so, for the instructor."""
+    if when is None:
+        return "no time in the archive (never late)"
+    source = "the zip's UTC timestamp" if utc_time(info) else f"its local zip time, read in {zone.key}"
+    return f"handed in {when:%Y-%m-%d %H:%M:%S} UTC ({source})"

@@ -39,7 +39,7 @@ def test_canvas_moodle_and_folder_layouts(tmp_path):
     assert (tmp_path / "subs" / "2002" / "01_tokenizing" / "01_tokenizing.ipynb").is_file()
 
 
-def test_each_notebook_gets_nbgrader_timestamp_of_its_submission(tmp_path, monkeypatch):
+def test_each_notebook_gets_nbgrader_timestamp_of_its_submission(tmp_path, monkeypatch, capsys):
     """timestamp.txt, in nbgrader's format, from the archive's time of the notebook kept: an
     Info-ZIP extended timestamp is UTC; a plain zip time is read in the course's time zone."""
     handed_in = dt.datetime(2026, 10, 5, 21, 13, 7, tzinfo=dt.timezone.utc)
@@ -56,6 +56,14 @@ def test_each_notebook_gets_nbgrader_timestamp_of_its_submission(tmp_path, monke
     (subs / "2002" / "01_tokenizing" / "timestamp.txt").write_text("from an earlier collection\n")
     monkeypatch.setattr(collect_module, "load_schedule", lambda: Schedule(timezone="Europe/London"))
     collect(archive, "01_tokenizing", subs)
+    said = capsys.readouterr().out.splitlines()  # which file went to which student, and how its time was read
+    assert sorted(said) == [
+        "1001: lovelaceada_1001_555_01_tokenizing.ipynb -> 1001/01_tokenizing/01_tokenizing.ipynb, "
+        "handed in 2026-10-05 22:59:30 UTC (its local zip time, read in Europe/London)",
+        "2002: Alan Turing_2002_assignsubmission_file_/my work.ipynb -> 2002/01_tokenizing/01_tokenizing.ipynb, "
+        "no time in the archive (never late)",
+        "grace: grace/01_tokenizing/01_tokenizing.ipynb -> grace/01_tokenizing/01_tokenizing.ipynb, "
+        "handed in 2026-10-05 21:13:07 UTC (the zip's UTC timestamp)"]
     assert read_timestamp(subs / "grace" / "01_tokenizing") == ("2026-10-05 21:13:07.000000 UTC", None)
     assert read_timestamp(subs / "1001" / "01_tokenizing") == ("2026-10-05 22:59:30.000000 UTC", None)  # BST
     assert not (subs / "2002" / "01_tokenizing" / "timestamp.txt").exists()  # no time: never late
