@@ -11,7 +11,7 @@
   export OUT --lms canvas|moodle [--roster FILE]
                                      grades.csv in the LMS's import format: OUT/lms/
   report OUT [--db URL]              the instructor's report again (after manual grading): OUT/report/
-  edition DEST [--now WHEN] [--url URL] [--git]
+  edition DEST [--now WHEN] [--url URL] [--git] [--yes]
                                      the student edition: no answers but those of chapters already due
 """
 
@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "it says otherwise)")
     p.add_argument("--url", help="the repository the edition is published at (launch buttons, Colab install)")
     p.add_argument("--git", action="store_true", help="commit it in DEST's own git repository (made if missing)")
+    p.add_argument("--yes", action="store_true", help="publish answers not in the earlier edition without asking "
+                                                      "(e.g. from cron)")
 
     args = parser.parse_args(argv)
     if args.command == "release":
@@ -140,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows from {len(args.shards)} shard(s))")
     elif args.command == "edition":
         from .edition import build_edition, parse_when
-        due = build_edition(args.dest, parse_when(args.now) if args.now else None, args.url, args.git)
+        due = build_edition(args.dest, parse_when(args.now) if args.now else None, args.url, args.git,
+                            confirm=None if args.yes else confirm_answers)
         print(f"wrote the student edition to {args.dest}, with the answers of: {', '.join(due) or 'no chapter'}")
     elif args.command == "formgrader":
         import subprocess
@@ -162,6 +165,15 @@ def main(argv: list[str] | None = None) -> int:
         for path in export(args.out, args.lms, args.roster, args.chapter):
             print(f"wrote {path}")
     return 0
+
+
+def confirm_answers(chapters: list[str]) -> bool:
+    """Ask on the terminal before an edition publishes the answers of `chapters`; refuse without one."""
+    question = f"Publish the answers of {', '.join(chapters)} to students?"
+    if not sys.stdin.isatty():
+        print(f"{question} Not on a terminal: pass --yes to publish them.", file=sys.stderr)
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
 
 
 if __name__ == "__main__":

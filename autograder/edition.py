@@ -17,6 +17,12 @@ Run ``make book`` before ``edition`` to include them.
 Before it finishes, `audit` searches every file of the edition (and, with
 ``--git``, every commit) for the answers of every chapter not yet due; the
 edition is refused if one is found.
+
+Before it writes anything, it lists the chapters whose answers it holds
+(with their due dates) and, when some of them were not in the edition DEST
+held before, asks `confirm` (the command line asks on a terminal, and
+refuses elsewhere unless given ``--yes``): a schedule with dates in the
+past would otherwise publish every answer at once.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -125,9 +132,30 @@ def _empty(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
 
 
+def published_before(dest: Path) -> set[str]:
+    """The chapters whose answers the edition already in `dest` holds (none if there is none)."""
+    try:
+        return set(json.loads((dest / MARK).read_text())["answers_of"])
+    except (OSError, ValueError, KeyError):
+        return set()
+
+
+def announce(due: list[str], before: set[str], schedule: Schedule) -> list[str]:
+    """Print the chapters whose answers the edition holds, with their due dates; return the new ones."""
+    if not due:
+        print("the edition holds no chapter's answers (none is due yet)")
+    for ch in due:
+        when = schedule.due[ch].astimezone(dt.timezone.utc)
+        print(f"  answers of {ch} (due {when:%Y-%m-%d %H:%M} UTC){'' if ch in before else ': NEW'}")
+    return [ch for ch in due if ch not in before]
+
+
 def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = None, git: bool = False,
-                  schedule: Schedule | None = None) -> list[str]:
-    """Write the student edition into `dest` as of `now`; returns the chapters whose answers it holds."""
+                  schedule: Schedule | None = None,
+                  confirm: Callable[[list[str]], bool] | None = None) -> list[str]:
+    """Write the student edition into `dest` as of `now`; returns the chapters whose answers it holds.
+    When it would publish answers that `dest`'s earlier edition did not hold, `confirm` (if given) is
+    asked with those chapters first, and nothing is written unless it says yes."""
     dest = dest.resolve()
     if dest == ROOT or ROOT in dest.parents:
         raise SystemExit("the edition must be written outside the repository")
@@ -136,6 +164,9 @@ def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = 
     chapters = all_chapters()
     due = {ch.id for ch in chapters if schedule.is_due(ch.id, now)}
     not_due = [ch for ch in chapters if ch.id not in due]
+    new = announce(sorted(due), published_before(dest), schedule)
+    if new and confirm is not None and not confirm(new):
+        raise SystemExit("nothing written: the answers were not confirmed")
     _empty(dest)
     for f in published_files(due):
         target = dest / f.relative_to(ROOT)

@@ -144,6 +144,23 @@ def test_next_edition_is_a_new_commit_with_the_next_answers(built, tmp_path):
                           check=True).stdout == ""
 
 
+def test_new_answers_are_listed_and_published_only_when_confirmed(built, tmp_path, capsys, monkeypatch):
+    src, _ = built
+    dest = tmp_path / "edition"
+    shutil.copytree(src, dest, symlinks=True)
+    asked = []
+    with pytest.raises(SystemExit, match="not confirmed"):
+        edition.build_edition(dest, NOW + WEEK, schedule=SCHEDULE, confirm=lambda new: asked.append(new) or False)
+    assert asked == [[CHAPTERS[3].id]]  # only the answers the earlier edition did not hold
+    said = capsys.readouterr().out
+    assert f"answers of {CHAPTERS[3].id} (due {SCHEDULE.due[CHAPTERS[3].id]:%Y-%m-%d %H:%M} UTC): NEW" in said
+    assert f"answers of {CHAPTERS[0].id} (due" in said and f"{CHAPTERS[0].id} (due 2026-09-21 23:59 UTC): NEW" not in said
+    assert files(dest) == files(src) and not (dest / "course" / "reference" / f"{CHAPTERS[3].topic}.py").exists()
+    monkeypatch.setattr(sys, "stdin", open(os.devnull))  # cron: no terminal to ask on, and no --yes
+    from autograder.__main__ import confirm_answers
+    assert confirm_answers([CHAPTERS[3].id]) is False and "pass --yes" in capsys.readouterr().err
+
+
 def test_refuses_a_folder_that_is_not_an_edition(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("keep me")
