@@ -40,7 +40,9 @@ TOP_REASONS = 3  # reasons the HTML page lists per exercise
 _FAILED_CHECK = re.compile(r"^✗ (\S+): ")
 _CASE = re.compile(r"^  - case '.*?': ")
 _DETAIL = re.compile(r": largest error .*$")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?!\w|\.\d)")  # "got 29." too
+CATEGORIES = (NOT_ATTEMPTED, NOT_REACHED, OTHER, WRITTEN_EMPTY)  # after a named mistake as common as they are
+MISSING = "missing"  # the start of the status of a student who handed in no notebook (see `grade`)
 
 
 @dataclass
@@ -61,8 +63,12 @@ class Exercise:
     def full_share(self) -> float:
         return sum(s >= self.max_score for s in self.scores) / len(self.scores) if self.scores else 0.0
 
+    def ranked_reasons(self) -> list[tuple[str, int]]:
+        """(reason, students) from the most common; on a tie, a real mistake before a plain category."""
+        return sorted(self.reasons.items(), key=lambda rn: (-rn[1], rn[0] in CATEGORIES, rn[0]))
+
     def common_reason(self) -> tuple[str, int]:
-        return self.reasons.most_common(1)[0] if self.reasons else ("", 0)
+        return self.ranked_reasons()[0] if self.reasons else ("", 0)
 
 
 def failure_reason(report: str) -> str | None:
@@ -121,14 +127,16 @@ def _reason(report: str, awaits_manual_grading: bool) -> str:
 
 
 def collect(out: Path) -> tuple[dict[str, list[float]], dict[str, float], list[Exercise]]:
-    """From OUT: each chapter's total scores, its maximum, and its exercises."""
+    """From OUT: each chapter's total scores (of the students who handed in a notebook), its
+    maximum, and its exercises."""
     totals: dict[str, list[float]] = defaultdict(list)
     maxima: dict[str, float] = {}
     statuses: dict[tuple[str, str], str] = {}
     with open(out / "grades.csv") as f:
         for row in csv.DictReader(f):
-            totals[row["assignment"]].append(float(row["score"]))
             maxima[row["assignment"]] = float(row["max_score"])
+            if not row["status"].startswith(MISSING):
+                totals[row["assignment"]].append(float(row["score"]))
             statuses[(row["student_id"], row["assignment"])] = row["status"]
     exercises: dict[tuple[str, str], Exercise] = {}
     reports: dict[tuple[str, str], dict[str, str]] = {}
@@ -181,6 +189,22 @@ table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding
 vertical-align:top}th{background:#f3f3f3}ol{margin:0;padding-left:1.2rem}td.n{text-align:right}img{margin:.5rem 1rem .5rem 0}"""
 
 
+def handed_in_nothing(out: Path) -> Counter:
+    """{chapter: how many students handed in no notebook for it} (grades.csv's "missing" rows)."""
+    with open(out / "grades.csv") as f:
+        return Counter(row["assignment"] for row in csv.DictReader(f) if row["status"].startswith(MISSING))
+
+
+def summary(scores: list[float], maximum: float, nothing: int) -> str:
+    """A chapter's line: the students who handed in a notebook, their mean and full marks, then
+    those who handed in nothing, counted apart (they are in neither the mean nor the histogram)."""
+    line = (f"{len(scores)} student{'s' * (len(scores) != 1)} handed in a notebook: mean "
+            f"{sum(scores) / len(scores):.2f} of {maximum:g}, full marks: {sum(s >= maximum for s in scores)}."
+            if scores else "No student handed in a notebook.")
+    return line + (f" {nothing} handed in nothing (score 0 in grades.csv; not in the mean or the histogram)."
+                   if nothing else "")
+
+
 def write_report(out: Path) -> Path:
     """Write OUT/report/ from OUT/grades.csv, OUT/exercises.csv and the autograded
     notebooks; returns the HTML page's path."""
@@ -200,18 +224,16 @@ def write_report(out: Path) -> Path:
                         round(ex.full_share, 3), reason, count])
     parts = ["<!doctype html><meta charset='utf-8'><title>Grading report</title>", f"<style>{_STYLE}</style>",
              "<h1>Grading report</h1>"]
-    for chapter in sorted(totals):
+    nothing = handed_in_nothing(out)
+    for chapter in sorted(maxima):
         scores = totals[chapter]
-        mean = sum(scores) / len(scores)
-        parts.append(f"<h2>{html.escape(chapter)}</h2><p>{len(scores)} student{'s' * (len(scores) != 1)}, mean "
-                     f"{mean:.2f} of {maxima[chapter]:g}, full marks: "
-                     f"{sum(s >= maxima[chapter] for s in scores)}.</p>")
+        parts.append(f"<h2>{html.escape(chapter)}</h2><p>{summary(scores, maxima[chapter], nothing[chapter])}</p>")
         for name in _plots(folder, chapter, scores, maxima[chapter], by_chapter[chapter]):
             parts.append(f"<img src='{html.escape(name)}' alt='{html.escape(name)}'>")
         parts.append("<table><tr><th>exercise</th><th>mean</th><th>full marks</th>"
                      "<th>most common reasons for lost points (students)</th></tr>")
         for ex in by_chapter[chapter]:
-            reasons = "".join(f"<li>{html.escape(r)} ({n})</li>" for r, n in ex.reasons.most_common(TOP_REASONS))
+            reasons = "".join(f"<li>{html.escape(r)} ({n})</li>" for r, n in ex.ranked_reasons()[:TOP_REASONS])
             parts.append(f"<tr><td>{html.escape(ex.grade_id)}</td><td class='n'>{ex.mean:.2f} / "
                          f"{ex.max_score:g}</td><td class='n'>{100 * ex.full_share:.0f}%</td>"
                          f"<td>{f'<ol>{reasons}</ol>' if reasons else '—'}</td></tr>")
