@@ -51,6 +51,8 @@ from pathlib import Path
 
 import nbformat
 
+from course.protocol import SECRET_ENV
+
 from . import feedback, sandbox
 from .chapters import all_chapters
 from .course_folder import Course
@@ -224,7 +226,9 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
             raise SystemExit(f"cannot grade safely: {problem}.\n"
                              "Fix that, or pass --unsafe-no-sandbox to run student code without isolation.")
     submissions, out = submissions.resolve(), out.resolve()  # nbgrader runs elsewhere: no relative paths
+    source = "--secret" if secret else f"${SECRET_ENV}" if os.environ.get(SECRET_ENV) else "the default place"
     secret = course_secret(None if secret is None else secret.resolve())
+    print(f"grading secret: {secret} (from {source}); every regrade of this class needs the same one")
     out.mkdir(parents=True, exist_ok=True)
     found, warnings = discover(submissions)
     for w in warnings:
