@@ -298,3 +298,24 @@ def test_each_rank_gets_its_slice_of_the_global_batch():
     assert [shard((x, y), torch.device("cpu"), rank, 3)[1].tolist() for rank in range(3)] == [[0, 1], [2, 3], [4, 5]]
     assert shard({"ids": x}, torch.device("cpu"), 1, 2)["ids"].equal(x[3:])
     assert shard([x], torch.device("cpu"))[0].equal(x)
+
+
+# ------------------------------------------------- the exercises' contracts ---
+
+@pytest.mark.parametrize("accepted", __import__("mutants.training", fromlist=["ACCEPTED"]).ACCEPTED,
+                         ids=lambda m: m.name)
+def test_every_accepted_reading_of_a_contract_keeps_full_marks(accepted):
+    """Chapter 10's contracts allow more than the reference's way (gradients cleared by the model or the
+    optimizer, to None or to zero; the mode restored on an error by finally or by except and re-raise):
+    each such answer passes every check of its test cell, visible and hidden, on several seeds."""
+    from autograder.chapters import all_chapters
+    from submissions import apply_edits, as_module, cells_of, solution_sources, student_notebook, verdicts
+
+    ch = next(c for c in all_chapters() if c.id == "10_training")
+    answers = solution_sources(ch)
+    answers[accepted.cell] = apply_edits(answers[accepted.cell], accepted.edits, accepted.name)
+    module = as_module(student_notebook(ch, answers), "accepted_training")
+    for gid in accepted.loses:                  # here: the cells that must keep full marks
+        for seed in (None, 11):
+            failed = [text for ok, text in verdicts(cells_of(ch)[gid], module, seed) if not ok]
+            assert not failed, f"{accepted.name}: {gid} lost points on seed {seed}:\n" + "\n".join(failed)

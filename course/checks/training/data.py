@@ -68,24 +68,31 @@ _NOT_SHIFTED = ("Did you forget to shift? The target at position i is the token 
 
 # ------------------------------------------------------- 10.6 masked tokens ---
 
+P_DEFAULT = 0.15
+
+
 def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, specials: list[int], mask_id: int,
-               p: float, pad_tail: int = 0) -> Case:
+               p: float, pad_tail: int = 0, global_rng: bool = False) -> Case:
+    """p is left out where it is the default (0.15); with global_rng, so is the generator: torch's global
+    generator, seeded by the check, is then the one the contract names."""
     ordinary = [i for i in range(vocab) if i not in specials]
     tokens = torch.from_numpy(rng.choice(ordinary, size=(batch, n))).long()
     if len(specials) > 1:
         tokens[:, 0] = specials[0]                                        # a [CLS]-like token first
     if pad_tail:
         tokens[:, -pad_tail:] = specials[-1]                              # padding at the end
-    label = (f"tokens ({batch}, {n}) over {vocab} ids, special_ids={specials}, mask_id={mask_id}, p={p}"
-             + (f", {pad_tail} padding positions per row" if pad_tail else ""))
-    return Case(label, (tokens, mask_id, vocab, specials), {"p": p}, meta={"seed": int(rng.integers(2**31))})
+    label = (f"tokens ({batch}, {n}) over {vocab} ids, special_ids={specials}, mask_id={mask_id}, "
+             + (f"p={p}" if p != P_DEFAULT else "p left out") + (f", {pad_tail} padding positions per row" if pad_tail else "")
+             + (", no generator (torch's global one, seeded)" if global_rng else ""))
+    return Case(label, (tokens, mask_id, vocab, specials), {"p": p} if p != P_DEFAULT else {},
+                meta={"seed": int(rng.integers(2**31)), "global_rng": global_rng})
 
 
 def _mask_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(2, 12, 20, [0, 1, 2], 1, 0.3, 3), (3, 8, 15, [0, 1], 1, 0.15, 0)] if not hidden else [
         (4, 16, 30, [0, 1, 2, 3], 3, 0.25, 4), (1, 40, 12, [5, 0], 5, 0.5, 6), (3, 10, 25, [0, 1, 2], 2, 0.0, 2),
         (2, 9, 18, [0, 1, 2], 1, 1.0, 3), (5, 7, 40, [7, 8, 9], 9, 0.15, 0), (2, 6, 10, [0, 1], 1, 1.5, 0),
-        (2, 6, 10, [0, 1], 1, -0.1, 0)]
+        (2, 6, 10, [0, 1], 1, -0.1, 0), (4, 16, 30, [0, 1, 2], 1, 0.3, 0, True), (4, 16, 30, [0, 1, 2], 1, 0.15, 2, True)]
     return [_mask_case(rng, *spec) for spec in specs]
 
 
@@ -93,8 +100,16 @@ def _mask_call(fn: Any, case: Case) -> Any:
     """What the contract promises, as facts about two calls with the same seed and one with another."""
     tokens, mask_id, vocab, specials = case.args
     tokens = tokens.clone()                      # as it was, even if the call changes it in place
-    first = fn(*case.args, **case.kwargs, generator=torch.Generator().manual_seed(case.meta["seed"]))
-    again = fn(tokens.clone(), *case.args[1:], **case.kwargs, generator=torch.Generator().manual_seed(case.meta["seed"]))
+
+    def draw(args: tuple, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if case.meta["global_rng"]:              # no generator: torch's global one, seeded here
+            torch.manual_seed(seed)
+            return fn(*args, **case.kwargs)
+        return fn(*args, **case.kwargs, generator=torch.Generator().manual_seed(seed))
+
+    first = draw(case.args, case.meta["seed"])
+    again = draw((tokens.clone(), *case.args[1:]), case.meta["seed"])
+    other = draw((tokens.clone(), *case.args[1:]), case.meta["seed"] + 1) if case.meta["global_rng"] else None
     inputs, labels = first
     special = torch.isin(tokens, torch.tensor(specials))
     shapes = [(tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in (inputs, labels)]
@@ -110,18 +125,21 @@ def _mask_call(fn: Any, case: Case) -> Any:
             torch.isin(inputs[selected & ~special], allowed).all()),
         "the same generator seed gives the same result": all(torch.equal(a, b) for a, b in zip(first, again)),
         "positions selected": _selected_count(case, int(selected.sum())),
+        "without a generator, another global seed gives another result": "not checked here" if other is None
+        else not all(torch.equal(a, b) for a, b in zip(first, other)),
     }
 
 
 def _selected_count(case: Case, count: int) -> int | str:
     """The exact count where p = 0 or p = 1 decides it (other rates: `mask_tokens_rates`)."""
-    return count if case.kwargs["p"] in (0.0, 1.0) else "not checked here"
+    return count if case.kwargs.get("p", P_DEFAULT) in (0.0, 1.0) else "not checked here"
 
 
 def _mask(case: Case, *, labels_everywhere: bool = False, specials_selected: bool = False,
-          any_random: bool = False, global_rng: bool = False, label_inputs: bool = False) -> Any:
+          any_random: bool = False, global_rng: bool = False, label_inputs: bool = False,
+          fresh_default: bool = False) -> Any:
     tokens, _, _, specials = case.args
-    p = case.kwargs["p"]
+    p = case.kwargs.get("p", P_DEFAULT)
     if not 0 <= p <= 1:
         return raises("p must be in [0, 1]")
     ordinary = int((~torch.isin(tokens, torch.tensor(specials))).sum())
@@ -137,6 +155,8 @@ def _mask(case: Case, *, labels_everywhere: bool = False, specials_selected: boo
         "selected positions hold the mask, the original or an ordinary token": not any_random,
         "the same generator seed gives the same result": not global_rng,
         "positions selected": count,
+        "without a generator, another global seed gives another result":
+            not fresh_default if case.meta["global_rng"] else "not checked here",
     }
 
 
@@ -185,7 +205,8 @@ def _rates(case: Case, *, mask: float = 0.8, random: float = 0.1, any_random: bo
     k = vocab - len(specials)
     keep = 1.0 - mask - random
     return {"no random replacement is a special id": not any_random,
-            "rows select different numbers of positions": True, "selected": case.kwargs["p"], "of the selected: mask": mask,
+            "rows select different numbers of positions": True, "selected": case.kwargs.get("p", P_DEFAULT),
+            "of the selected: mask": mask,
             "of the selected: another token": random * (1 - 1 / k), "of the selected: unchanged": keep + random / k,
             "random tokens: every ordinary id drawn, none twice as often as uniform": _uniform(case, True)}
 
@@ -220,6 +241,10 @@ register(
                     Mistake("Did you use the global random generator? Pass generator=generator to every torch.rand / "
                             "torch.randint / torch.bernoulli call, so one seed reproduces the masking.",
                             variant(_mask, global_rng=True)),
+                    Mistake("Did you make a new torch.Generator() when none is given? An unseeded new generator "
+                            "gives the same masking every time; without a generator, draw from torch's global one "
+                            "(pass generator=None through to torch.rand and torch.randint).",
+                            unless(lambda c: c.meta["global_rng"], variant(_mask, fresh_default=True))),
                     Mistake("Did you take the labels after masking? A label is the ORIGINAL token at its position "
                             "(what the model must recover), not the [MASK] id.", variant(_mask, label_inputs=True))],
           hint="mask_tokens returns (inputs, labels), both (batch, n) int64: labels hold the original token at selected "

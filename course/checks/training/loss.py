@@ -13,14 +13,16 @@ from ..kit import describe, raises, randn, unless, variant
 
 
 def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    # (logits shape, pad, label_smoothing, padded positions per row, scale, dtype)
-    specs = [((2, 4, 6), None, 0.0, 0, 1.0, torch.float32), ((2, 5, 6), 0, 0.0, 2, 1.0, torch.float32),
+    # (logits shape, pad, label_smoothing, padded positions per row, scale, dtype); None: left out, so
+    # that each default is exercised while the other argument is given
+    specs = [((2, 4, 6), None, None, 0, 1.0, torch.float32), ((2, 5, 6), 0, None, 2, 1.0, torch.float32),
              ((2, 5, 6), 0, 0.1, 2, 1.0, torch.float32)] if not hidden else [
         ((3, 7, 11), 0, 0.1, 3, 2.0, torch.float32), ((4, 6, 9), 3, 0.2, 2, 1.0, torch.float64),
         ((12, 8), 0, 0.1, 0, 1.0, torch.float32), ((2, 6, 7), None, 0.1, 0, 1.0, torch.float64),
         ((3, 4, 5), 1, 0.0, 1, 1.0, torch.float32), ((2, 5, 8), 0, 1.0, 2, 1.0, torch.float64),
         ((2, 6, 10), 0, 0.1, 2, 1000.0, torch.float32), ((3, 5, 6), 0, -0.1, 1, 1.0, torch.float32),
-        ((3, 5, 6), 0, 1.5, 1, 1.0, torch.float32), ("mismatch", 0, 0.1, 0, 1.0, torch.float32)]
+        ((3, 5, 6), 0, 1.5, 1, 1.0, torch.float32), ("mismatch", 0, 0.1, 0, 1.0, torch.float32),
+        ((3, 5, 7), 2, None, 2, 1.0, torch.float64), ((2, 4, 6), None, None, 0, 1.0, torch.float32)]
     cases = []
     for shape, pad, eps, n_pad, scale, dtype in specs:
         if shape == "mismatch":
@@ -33,7 +35,7 @@ def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
             if n_pad:  # each row ends with padding, a different amount per row
                 for b in range(shape[0]):
                     targets[b, targets.shape[1] - n_pad - (b % 2):] = pad
-        kw = ({"pad": pad} if pad is not None else {}) | ({"label_smoothing": eps} if eps or rng.random() < 0.5 else {})
+        kw = ({"pad": pad} if pad is not None else {}) | ({"label_smoothing": eps} if eps is not None else {})
         label = (describe(logits=logits, targets=targets) + f" ({str(dtype).removeprefix('torch.')})"
                  + (f", logits scaled by {scale:g}" if scale != 1 else "")
                  + "".join(f", {k}={v}" for k, v in kw.items()))
@@ -42,10 +44,11 @@ def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
 
 
 def _ce(case: Case, *, count_pad: bool = False, smooth_over: str = "not pad", one_minus: bool = True,
-        reduce: str = "tokens", naive: bool = False) -> Any:
+        reduce: str = "tokens", naive: bool = False, default_pad: int | None = None,
+        default_eps: float = 0.0) -> Any:
     """F.cross_entropy with probability targets (the smoothed distribution), in float64."""
     logits, targets = case.args
-    pad, eps = case.kwargs.get("pad"), case.kwargs.get("label_smoothing", 0.0)
+    pad, eps = case.kwargs.get("pad", default_pad), case.kwargs.get("label_smoothing", default_eps)
     if not 0 <= eps <= 1:
         return raises("label_smoothing must be in [0, 1]")
     if logits.shape[:-1] != targets.shape:
@@ -110,7 +113,13 @@ register(
                             unless(_padded, variant(_ce, reduce="rows"))),
                     Mistake("Did you take log(softmax(x))? For large logits exp overflows (or the softmax "
                             "underflows to 0 and its log is -inf): use a log-softmax (chapter 9).",
-                            unless(lambda c: c.meta.get("scale", 1) > 100, variant(_ce, naive=True)))],
+                            unless(lambda c: c.meta.get("scale", 1) > 100, variant(_ce, naive=True))),
+                    Mistake("Did you give pad a default of 0? Left out (None), every position counts and the "
+                            "smoothing covers all V classes.",
+                            unless(lambda c: "pad" not in c.kwargs, variant(_ce, default_pad=0))),
+                    Mistake("Did you give label_smoothing a default other than 0.0? Left out, there is no "
+                            "smoothing: the plain cross-entropy.",
+                            unless(lambda c: "label_smoothing" not in c.kwargs, variant(_ce, default_eps=0.1)))],
           hint="cross_entropy: mean over the positions whose target is not pad of -sum_c q_c log softmax(logits)_c, "
                "q = (1 - eps) one_hot(target) + eps * uniform over the classes other than pad; a 0-dim tensor of the "
                "logits' dtype; label_smoothing outside [0, 1] or mismatched shapes raise ValueError.",

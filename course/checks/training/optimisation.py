@@ -41,9 +41,9 @@ def _lr_call(fn: Any, case: Case) -> list:
 
 
 def _lr(case: Case, *, warmup: str = "step + 1", decay_from: str = "warmup", clamp: bool = True,
-        use_min: bool = True, shape: str = "cosine") -> Any:
+        use_min: bool = True, shape: str = "cosine", default_min: float = 0.0) -> Any:
     max_lr, w, total = case.args
-    floor = case.kwargs.get("min_lr", 0.0)
+    floor = case.kwargs.get("min_lr", default_min * max_lr)
     lo = floor if use_min else 0.0
     out = []
     for step in case.meta["steps"]:
@@ -71,6 +71,10 @@ def _warm(case: Case) -> bool:
 
 def _with_min(case: Case) -> bool:
     return case.kwargs.get("min_lr", 0.0) > 0
+
+
+def _min_left_out(case: Case) -> bool:
+    return "min_lr" not in case.kwargs
 
 
 # -------------------------------------------------- the network we train ---
@@ -161,7 +165,7 @@ def _step_call(fn: Any, case: Case) -> Any:
     return _after(model, returned)
 
 
-def _step(case: Case, *, clip_after: bool = False, zero: bool = True, per_param: bool = False,
+def _step(case: Case, *, clip_after: bool = False, zero: bool | str = True, per_param: bool = False,
           norm_after: bool = False, train: bool = True, always: bool = False) -> Any:
     meta = case.meta
     max_norm = meta["max_norm"]
@@ -171,7 +175,7 @@ def _step(case: Case, *, clip_after: bool = False, zero: bool = True, per_param:
     returned = []
     for batch in _batches(meta):
         model.train(train)
-        if zero:
+        if zero is True:
             optimizer.zero_grad(set_to_none=True)
         loss = _squared_error(model, batch)
         loss.backward()
@@ -189,6 +193,8 @@ def _step(case: Case, *, clip_after: bool = False, zero: bool = True, per_param:
             norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
         if not clip_after:
             optimizer.step()
+        if zero == "after":                                        # cleared for the next step, too late
+            optimizer.zero_grad(set_to_none=True)
         if norm_after:
             norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
         returned.append((loss.item(), norm.item()))
@@ -205,15 +211,19 @@ def _clipped(case: Case) -> bool:
 # ------------------------------------------------------- 10.5 evaluate ---
 
 def _eval_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    # (dims, rows per batch, starting mode, batches given as)
-    specs = [((3, 4, 1), [3, 5, 2], "train", "list"), ((2, 3, 2), [4, 4], "eval", "list")] if not hidden else [
-        ((4, 5, 2), [1, 6, 3, 2], "train", "list"), ((3, 4, 1), [5, 2, 7], "eval", "generator"),
-        ((2, 6, 3), [8], "train", "generator"), ((3, 3, 1), [2, 9], "eval", "list"), ((3, 3, 1), [], "train", "list")]
+    # (dims, rows per batch, starting mode, batches given as, the batch on which loss_fn raises)
+    specs = [((3, 4, 1), [3, 5, 2], "train", "list", None), ((2, 3, 2), [4, 4], "eval", "list", None),
+             ((3, 4, 1), [2, 3, 4], "train", "list", 1)] if not hidden else [
+        ((4, 5, 2), [1, 6, 3, 2], "train", "list", None), ((3, 4, 1), [5, 2, 7], "eval", "generator", None),
+        ((2, 6, 3), [8], "train", "generator", None), ((3, 3, 1), [2, 9], "eval", "list", None),
+        ((3, 3, 1), [], "train", "list", None), ((2, 4, 2), [3, 2, 5], "train", "generator", 2),
+        ((2, 4, 2), [3, 2], "eval", "list", 0)]
     cases = []
-    for dims, rows, mode, given in specs:
+    for dims, rows, mode, given, fail in specs:
         meta = {"seed": int(rng.integers(2**31)), "dims": dims, "rows": rows, "scale": 1.0, "unused": False,
-                "mode": mode, "given": given}
-        cases.append(Case(f"{len(rows)} held-out batch(es) of {rows} rows as a {given}, the model in {mode} mode",
+                "mode": mode, "given": given, "fail": fail}
+        cases.append(Case(f"{len(rows)} held-out batch(es) of {rows} rows as a {given}, the model in {mode} mode"
+                          + (f", loss_fn raising RuntimeError on batch {fail}" if fail is not None else ""),
                           meta=meta))
     return cases
 
@@ -223,19 +233,39 @@ def _counted(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tupl
     return _squared_error(model, batch), len(batch[0])
 
 
+class _Failed(RuntimeError):
+    """What loss_fn raises in the cases that test evaluate's behaviour on an error."""
+
+
 def _eval_call(fn: Any, case: Case) -> Any:
     model = _net(case.meta)
     model.train(case.meta["mode"] == "train")
     batches = _batches(case.meta)
-    loss = fn(model, iter(batches) if case.meta["given"] == "generator" else batches, _counted)
+    fail, seen = case.meta["fail"], []
+
+    def loss_fn(m: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
+        seen.append(batch)
+        if len(seen) - 1 == fail:
+            raise _Failed(f"loss_fn failed on batch {fail}")
+        return _counted(m, batch)
+
+    try:
+        loss = fn(model, iter(batches) if case.meta["given"] == "generator" else batches, loss_fn)
+    except _Failed as error:
+        return {"raised": f"RuntimeError: {error}", "mode after": "train" if model.training else "eval"}
+    if fail is not None:
+        return {"raised": "nothing", "mode after": "train" if model.training else "eval"}
     return {"loss": loss, "every forward pass in eval mode": all(not t for t, _ in model.calls),
             "every forward pass without gradients": all(not g for _, g in model.calls),
             "forward passes": len(model.calls), "mode after": "train" if model.training else "eval"}
 
 
 def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool | str = True,
-          weighted: bool = True) -> Any:
+          weighted: bool = True, restore_on_error: bool = True) -> Any:
     meta = case.meta
+    if meta["fail"] is not None:                                    # the error propagates, the mode is restored
+        after = meta["mode"] if restore is True and restore_on_error else "eval"
+        return {"raised": f"RuntimeError: loss_fn failed on batch {meta['fail']}", "mode after": after}
     if not meta["rows"]:
         return raises("no batches to evaluate")
     model = _net(meta)
@@ -273,7 +303,9 @@ register(
                             variant(_lr, clamp=False)),
                     Mistake("Did you decay to 0 instead of min_lr?", unless(_with_min, variant(_lr, use_min=False))),
                     Mistake("Did you decay linearly? The schedule is a cosine: (1 + cos(pi * t)) / 2.",
-                            variant(_lr, shape="linear"))],
+                            variant(_lr, shape="linear")),
+                    Mistake("Did you default min_lr to a tenth of max_lr? Left out, min_lr is 0.0: the rate decays "
+                            "to 0.", unless(_min_left_out, variant(_lr, default_min=0.1)))],
           hint="lr_at(step, max_lr, warmup_steps, total_steps, min_lr=0.0): max_lr * (step + 1) / warmup_steps "
                "during the warm-up; then min_lr + (max_lr - min_lr) * (1 + cos(pi * t)) / 2 with t = (step - warmup) / "
                "(total - warmup) up to total_steps; min_lr after it. A float. Raises ValueError unless step >= 0 and "
@@ -283,6 +315,9 @@ register(
                             "step uses them: backward, clip, step.", unless(_clipped, variant(_step, clip_after=True))),
                     Mistake("Did you forget to clear the old gradients? backward() adds to .grad: call "
                             "optimizer.zero_grad() (or model.zero_grad()) before it.", variant(_step, zero=False)),
+                    Mistake("Did you clear the gradients after optimizer.step()? The model may arrive with stale "
+                            "gradients, which your first step then adds in: clear them before loss.backward().",
+                            variant(_step, zero="after")),
                     Mistake("Did you clip each parameter's gradient on its own? The norm is the L2 norm of ALL "
                             "gradients together (one vector), and every gradient is scaled by the same factor.",
                             unless(_clipped, variant(_step, per_param=True))),
@@ -307,14 +342,20 @@ register(
                             "costs memory and time.", variant(_eval, grad=True)),
                     Mistake("Did you leave the model in eval mode? Put it back in the mode it arrived in "
                             "(model.train(was_training)), or the next training steps run without dropout.",
-                            unless(lambda c: c.meta["mode"] == "train", variant(_eval, restore=False))),
+                            unless(lambda c: c.meta["mode"] == "train" and c.meta["fail"] is None,
+                                   variant(_eval, restore=False))),
                     Mistake("Did you call model.train() at the end whatever the mode was? Restore the mode the "
                             "model arrived in: model.train(was_training).",
                             unless(lambda c: c.meta["mode"] == "eval", variant(_eval, restore="train"))),
+                    Mistake("Did you restore the mode only when evaluation succeeds? If loss_fn raises, the error "
+                            "must reach the caller with the model back in the mode it arrived in: restore it in a "
+                            "finally block.", unless(lambda c: c.meta["fail"] is not None and c.meta["mode"] == "train",
+                                                     variant(_eval, restore_on_error=False))),
                     Mistake("Did you average the batch means? Batches count different numbers of tokens: weight each "
                             "batch's mean by its count, sum(mean_b * count_b) / sum(count_b).",
                             unless(_unequal, variant(_eval, weighted=False)))],
           hint="evaluate: remember model.training, call model.eval(), loop once over the batches under "
                "torch.no_grad() adding mean * count and count, restore the mode, return the total over the count as "
-               "a float; no batches (no counted tokens) raises ValueError."),
+               "a float; no batches (no counted tokens) raises ValueError; an error from loss_fn reaches the caller "
+               "with the model back in its mode (try/finally)."),
 )
