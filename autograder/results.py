@@ -96,7 +96,10 @@ GRADEBOOK_NOTES = ("late by ", "graded by hand", "awaits manual grading")  # rem
 
 def graded_row(sub, notes: list[str]) -> Row:
     """The grades.csv row of nbgrader's SubmittedAssignment `sub`: its score
-    with any manual grades and extra credit (formgrader), less the late penalty."""
+    with any manual grades and extra credit (formgrader), less the late penalty.
+    nbgrader's formgrader shows the score before the penalty (it never applies
+    one): a late row's status names both, "late by 1 day 6 h: 9 points less a
+    penalty of 1.8"."""
     raw, penalty = round(sub.score, 2), round(sub.late_submission_penalty or 0.0, 2)
     late = sub.total_seconds_late
     grades = [g for nb in sub.notebooks for g in nb.grades]
@@ -104,8 +107,9 @@ def graded_row(sub, notes: list[str]) -> Row:
         notes = [*notes, "graded by hand"]
     if sub.needs_manual_grade:
         notes = [*notes, "awaits manual grading"]
-    if late > 0:
-        notes = [*notes, f"late by {describe_lateness(late)}" + (f", penalty {penalty:g}" if penalty else "")]
+    if late > 0:  # the points before the penalty are what nbgrader's formgrader shows
+        notes = [*notes, f"late by {describe_lateness(late)}" + (f": {raw:g} points less a penalty of {penalty:g}"
+                                                                 if penalty else "")]
     return Row(sub.student.id, sub.assignment.name, round(max(0.0, raw - penalty), 2), sub.max_score,
                "graded" + (f" ({'; '.join(notes)})" if notes else ""), penalty, _when(sub.timestamp),
                _when(sub.duedate), round(late))

@@ -3,6 +3,8 @@ late-penalty plugin -> grades.csv."""
 
 import csv
 import datetime as dt
+import re
+import warnings
 
 import pytest
 import yaml
@@ -105,9 +107,19 @@ def _rows(out):
         return {r["student_id"]: r for r in csv.DictReader(f)}
 
 
+def _formgrader_scores(out) -> dict[str, float]:
+    """{student: the total nbgrader's formgrader lists} (its API reads `Gradebook.submission_dicts`)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{out / 'nbgrader' / 'gradebook.db'}") as gb:
+        return {d["student"]: d["score"] for d in gb.submission_dicts(CH.id)}
+
+
 @pytest.mark.slow
-def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path):
+def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path, capfd):
     from autograder.grade import grade
+    from autograder.lms import export
+    from autograder.report import write_report
 
     due = dt.datetime(2026, 9, 21, 22, 0, tzinfo=UTC)
     handed_in = {"ontime": due - dt.timedelta(hours=1), "late": due + dt.timedelta(hours=30),
@@ -120,7 +132,13 @@ def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path):
     schedule = Schedule(due={CH.id: due}, extensions={("excused", CH.id): dt.timedelta(days=2)},
                         late_penalty="10% per day")
     use_sandbox = sandbox.available() is None
-    grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
+    with warnings.catch_warnings(record=True) as caught:  # a clean run warns of nothing: grade, export, report
+        warnings.simplefilter("always")
+        grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
+        export(tmp_path / "out", "moodle")
+        write_report(tmp_path / "out")
+    assert [str(w.message) for w in caught] == []
+    assert not re.search(r"\w+Warning\b", capfd.readouterr().err)  # Python's warnings, printed by a subprocess
     rows = _rows(tmp_path / "out")
     top = sum(points for points, by_hand in grade_cells(CH).values() if not by_hand)  # autograded points
     assert float(rows["ontime"]["score"]) == top > 0  # the solution: full marks; its written answer waits
@@ -131,10 +149,16 @@ def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path):
     assert float(late["seconds_late"]) == 30 * 3600
     assert float(late["late_penalty"]) == round(top * 0.2, 2)  # 2 started days at 10%
     assert float(late["score"]) == round(top - top * 0.2, 2)  # the points earned, less the penalty
-    assert late["status"] == f"graded (awaits manual grading; late by 1 day 6 h, penalty {round(top * 0.2, 2):g})"
+    assert late["status"] == (f"graded (awaits manual grading; late by 1 day 6 h: {top:g} points less a penalty "
+                              f"of {round(top * 0.2, 2):g})")
     assert late["timestamp"] == "2026-09-23 04:00:00 UTC" and late["duedate"] == "2026-09-21 22:00:00 UTC"
     assert rows["excused"]["duedate"] == "2026-09-23 22:00:00 UTC"
     assert rows["untimed"]["timestamp"] == ""
+    # nbgrader's formgrader lists the points before the penalty; grades.csv says both, and they add up
+    shown = _formgrader_scores(tmp_path / "out")
+    assert shown["late"] == float(late["score"]) + float(late["late_penalty"]) == top
+    assert f"{shown['late']:g} points less a penalty" in late["status"]
+    assert all(shown[s] == float(rows[s]["score"]) for s in ("ontime", "excused", "untimed"))
 
     # The instructor grants "late" an extension: only that notebook is graded again, without penalty.
     schedule = Schedule(due={CH.id: due}, extensions={("excused", CH.id): dt.timedelta(days=2),
