@@ -4,8 +4,16 @@ the feedback."""
 
 import csv
 import json
+import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
 from mutants.introduction import MUTANTS
@@ -13,11 +21,13 @@ from submissions import mutated, solved, write
 
 from autograder import sandbox
 from autograder.chapters import get_chapter
+from autograder.gradebook import open_gradebook
 from autograder.manual import formgrader_command
 from course.protocol import CONFIG_FILE
 
 CH = get_chapter("00_introduction")
 TEST, WRITTEN = "test-linear-rows", "written-why-rows"  # chapter 0's test cell, and its written answer
+NOBODY = 65534  # the normal user the formgrader test runs as, when the tests run as root
 
 
 def _rows(path):
@@ -28,6 +38,59 @@ def _rows(path):
 def test_formgrader_needs_a_graded_course(tmp_path):
     with pytest.raises(SystemExit, match="run `python -m autograder grade"):
         formgrader_command(tmp_path)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _formgrader_answers(out: Path, user: int | None) -> int:
+    """Start `formgrader OUT`'s command (as the uid `user`, or as this process), headless; return the
+    HTTP status of its Formgrader page once the server answers, then stop it."""
+    port, token = _free_port(), "formgrader-test"
+    argv, cwd, env = formgrader_command(out, port)
+    env = {**os.environ, **env, "JUPYTER_TOKEN": token, "HOME": str(out), "JUPYTER_CONFIG_DIR": str(out / "cfg"),
+           "JUPYTER_DATA_DIR": str(out / "data"), "JUPYTER_RUNTIME_DIR": str(out / "run")}
+    if user is not None:
+        argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
+    server = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(240):
+            if server.poll() is not None:
+                pytest.fail(f"the formgrader exited: {server.stderr.read().decode()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/formgrader?token={token}", timeout=5) as page:
+                    return page.status
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.25)
+        pytest.fail("the formgrader did not answer within a minute")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.parametrize("who", ["root", "a normal user"])
+def test_formgrader_starts_as_root_and_as_a_normal_user(tmp_path, who):
+    """README's step 6 as root (JupyterLab refuses root without --allow-root) and as anyone else."""
+    if who == "root" and os.geteuid() != 0:
+        pytest.skip("not root")
+    user = NOBODY if who == "a normal user" and os.geteuid() == 0 else None
+    if user is not None and subprocess.run(["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
+                                            sys.executable, "-c", ""], capture_output=True).returncode:
+        pytest.skip(f"uid {user} cannot run {sys.executable} (a Python installed in root's home)")
+    out = Path(tempfile.mkdtemp(prefix="formgrader-"))  # pytest's tmp_path is private to root
+    try:
+        root = out / "nbgrader"
+        root.mkdir()
+        open_gradebook(f"sqlite:///{root / 'gradebook.db'}").close()
+        (root / CONFIG_FILE).write_text(json.dumps({"CourseDirectory": {"root": str(root)}}))
+        if user is not None:
+            subprocess.run(["chown", "-R", f"{user}:{user}", str(out)], check=True)
+        assert _formgrader_answers(out, user) == 200
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.mark.slow
