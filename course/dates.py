@@ -23,7 +23,7 @@ Pieces:
   1,000 held-out examples), ``.translate(text, beam_size=...)``, ``.cross_attention(text)``,
   ``.plot_cross_attention(text)``. `PRESETS`: "cpu" trains for 3 minutes (the learning-rate
   schedule runs on the clock, so a busy machine takes fewer steps), "cpu-steps" for 2,000 steps.
-* `record()` writes ``course/runs/dates_cpu.json`` (``python -m course.tasks record``).
+* `record()` writes ``course/runs/dates_cpu.json`` (``python -m course.dates record``).
 
 Every piece of the course the run uses (model pieces, shift, loss, decoding) comes from a `Parts`:
 the reference by default, a learner's own answers when given.
@@ -43,8 +43,7 @@ import random
 import string
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 from functools import cache
@@ -52,10 +51,10 @@ from pathlib import Path
 
 import torch
 
-from course.models import Seq2SeqModel
+from course.models import Seq2SeqConfig, Seq2SeqModel
 from course.parts import Parts, reference_parts
 from course.toy import Vocab, plot_attention
-from course.train import History, TrainConfig, fit
+from course.train import History, TrainConfig, cpu_threads, fit, load_average
 
 __all__ = [
     "FORMS",
@@ -214,14 +213,11 @@ def loss(model: Seq2SeqModel, batch: tuple[torch.Tensor, torch.Tensor, torch.Ten
 
 @dataclass
 class DatesConfig:
-    """A run: the model's shape (`Seq2SeqModel`'s arguments), the loss, the batches and the training."""
+    """A run: the model (its shape), the loss's label smoothing, and the training (batches included)."""
 
-    d_model: int = 64
-    num_heads: int = 4
-    num_encoder_layers: int = 2
-    num_decoder_layers: int = 2
-    d_ff: int = 256
-    dropout: float = 0.0
+    model: Seq2SeqConfig = field(default_factory=lambda: Seq2SeqConfig(
+        src_vocab=SRC_VOCAB.size, tgt_vocab=TGT_VOCAB.size, d_model=64, num_heads=4, num_encoder_layers=2,
+        num_decoder_layers=2, d_ff=256, dropout=0.0, pad=SRC_VOCAB.pad, max_len=64))
     label_smoothing: float = 0.1
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
         steps=2000, batch_size=64, max_lr=3e-3, min_lr=3e-4, warmup_steps=50, eval_every=250, eval_batches=4,
@@ -239,17 +235,6 @@ PRESETS: dict[str, DatesConfig] = {
 }
 
 MAX_NEW_TOKENS = 11  # ten characters of yyyy-mm-dd, then <eos>
-
-
-@contextmanager
-def _threads(n: int | None) -> Iterator[None]:
-    """torch's CPU threads set to n inside the block (left alone when n is None)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n or before)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass
@@ -294,7 +279,7 @@ class TrainedDates:
         the training's CPU threads (config.train.threads)."""
         self.model.eval()
         out = []
-        with _threads(self.config.train.threads):
+        with cpu_threads(self.config.train.threads):
             for i in range(0, len(texts), batch_size):
                 src, _ = encode_pairs([(text, "") for text in texts[i:i + batch_size]])
                 bos = torch.full((len(src), 1), TGT_VOCAB.bos)
@@ -352,9 +337,7 @@ def train_dates(config: DatesConfig | str = "cpu", parts: Parts | None = None,
     config = PRESETS[config] if isinstance(config, str) else config
     parts = parts or reference_parts()
     torch.manual_seed(config.train.seed)
-    model = Seq2SeqModel(SRC_VOCAB.size, TGT_VOCAB.size, config.d_model, config.num_heads,
-                         config.num_encoder_layers, config.num_decoder_layers, config.d_ff, config.dropout,
-                         pad=SRC_VOCAB.pad, max_len=64, parts=parts)
+    model = Seq2SeqModel(config.model, parts=parts)
 
     def get_batch(split: str, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return teacher_forcing_batch(examples(config.train.batch_size, split, generator), parts)
@@ -384,8 +367,6 @@ def record(config: DatesConfig | str = "cpu", path: Path | str | None = RECORD_P
     the config, the loss curve subsampled to at most `points` points, the validation curve, the
     accuracy, greedy and beam translations of SHOWN, the cross-attention map of ALIGNED (last decoder
     layer, mean over heads), the hardware and the machine's load averages before and after."""
-    from course.train_cli import load_average
-
     before = load_average()
     run = train_dates(config)
     history = run.history
@@ -412,7 +393,7 @@ def record(config: DatesConfig | str = "cpu", path: Path | str | None = RECORD_P
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["record"]:
-        sys.exit("usage: python -m course.tasks record [PRESET]   (writes course/runs/dates_cpu.json)")
+        sys.exit("usage: python -m course.dates record [PRESET]   (writes course/runs/dates_cpu.json)")
     done = record(*sys.argv[2:3])
     print(f"exact match {done['accuracy']:.1%} on {done['held_out']} held-out dates after {done['steps']} steps, "
           f"{done['seconds']:.0f} s of training; {done['hardware']}; load {done['load_average_before']} -> "

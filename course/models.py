@@ -1,12 +1,13 @@
 """The two models chapter 10 trains, assembled from the course's pieces.
 
-* `Seq2SeqModel`: token ids in, token ids out: embeddings (chapter 2, scaled by sqrt(d_model))
-  + sinusoidal positions (chapter 3) -> chapter 8's encoder-decoder `Transformer` -> chapter 9's
-  `OutputProjection`, tied to the target embedding.
-* `DecoderLM`: a decoder-only language model: embedding + positions -> chapter 8's `Decoder`
-  without cross-attention, under a causal mask -> tied output projection.
+* `Seq2SeqModel(Seq2SeqConfig(...))`: token ids in, token ids out: embeddings (chapter 2, scaled by
+  sqrt(d_model)) + sinusoidal positions (chapter 3) -> chapter 8's encoder-decoder `Transformer` ->
+  chapter 9's `OutputProjection`, tied to the target embedding.
+* `DecoderLM(DecoderLMConfig(...))`: a decoder-only language model: embedding + positions -> chapter 8's
+  `Decoder` without cross-attention, under a causal mask -> tied output projection.
 
-Both take a `Parts` (`course.parts`): the course's reference pieces by default, or a learner's own.
+Each model is built from one config dataclass (its shape), and a `Parts` (`course.parts`): the course's
+reference pieces by default, or a learner's own.
 
 `use_fused_kernels(model)` switches their self-attention to PyTorch's fused
 ``F.scaled_dot_product_attention`` and their LayerNorms to ``F.layer_norm`` (same weights, same
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import torch
@@ -35,25 +37,41 @@ def padding_mask(ids: torch.Tensor, pad: int) -> torch.Tensor:
     return zeros.masked_fill(ids == pad, float("-inf"))[:, None, :]
 
 
+@dataclass
+class Seq2SeqConfig:
+    """The shape of a `Seq2SeqModel`: vocabularies, widths, depths; `pad` is both vocabularies' padding id
+    and `max_len` the longest sequence the positions cover."""
+
+    src_vocab: int
+    tgt_vocab: int
+    d_model: int = 128
+    num_heads: int = 4
+    num_encoder_layers: int = 2
+    num_decoder_layers: int = 2
+    d_ff: int = 512
+    dropout: float = 0.0
+    pad: int = 0
+    max_len: int = 512
+
+
 class Seq2SeqModel(nn.Module):
     """(src (batch, n_src), tgt_in (batch, n_tgt)) ids -> logits (batch, n_tgt, tgt_vocab)."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 128, num_heads: int = 4,
-                 num_encoder_layers: int = 2, num_decoder_layers: int = 2, d_ff: int = 512,
-                 dropout: float = 0.0, pad: int = 0, max_len: int = 512, parts: Parts | None = None) -> None:
+    def __init__(self, config: Seq2SeqConfig, parts: Parts | None = None) -> None:
         super().__init__()
         parts = parts or reference_parts()
-        self.pad = pad
-        self.src_embedding = parts.Embedding(src_vocab, d_model, scale=True)
-        self.tgt_embedding = parts.Embedding(tgt_vocab, d_model, scale=True)
-        self.positions = parts.PositionalEncoding(d_model, max_len=max_len)
-        self.transformer = parts.Transformer(d_model, num_heads, num_encoder_layers, num_decoder_layers,
-                                             d_ff, dropout)
-        self.output = parts.OutputProjection(d_model, tgt_vocab, embedding=self.tgt_embedding)
+        self.config = config
+        self.pad = config.pad
+        self.src_embedding = parts.Embedding(config.src_vocab, config.d_model, scale=True)
+        self.tgt_embedding = parts.Embedding(config.tgt_vocab, config.d_model, scale=True)
+        self.positions = parts.PositionalEncoding(config.d_model, max_len=config.max_len)
+        self.transformer = parts.Transformer(config.d_model, config.num_heads, config.num_encoder_layers,
+                                             config.num_decoder_layers, config.d_ff, config.dropout)
+        self.output = parts.OutputProjection(config.d_model, config.tgt_vocab, embedding=self.tgt_embedding)
         self.causal_mask = parts.causal_mask
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(config.dropout)
         for embedding in (self.src_embedding, self.tgt_embedding):    # N(0, 1/d_model): scaled to unit size
-            nn.init.normal_(embedding.weight, std=d_model ** -0.5)
+            nn.init.normal_(embedding.weight, std=config.d_model ** -0.5)
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         """src (batch, n_src) -> memory (batch, n_src, d_model)."""
@@ -72,20 +90,35 @@ class Seq2SeqModel(nn.Module):
         return self.decode(tgt_in, self.encode(src), src)
 
 
-class DecoderLM(nn.Module):
-    """ids (batch, t) -> next-token logits (batch, t, vocab)."""
+@dataclass
+class DecoderLMConfig:
+    """The shape of a `DecoderLM`; `max_len` is its context: the longest sequence it reads (nanoGPT's
+    block_size)."""
 
-    def __init__(self, vocab: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
-                 d_ff: int = 512, dropout: float = 0.0, max_len: int = 256, parts: Parts | None = None) -> None:
+    vocab_size: int
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 4
+    d_ff: int = 512
+    dropout: float = 0.0
+    max_len: int = 256
+
+
+class DecoderLM(nn.Module):
+    """ids (batch, t) -> next-token logits (batch, t, vocab_size)."""
+
+    def __init__(self, config: DecoderLMConfig, parts: Parts | None = None) -> None:
         super().__init__()
         parts = parts or reference_parts()
-        self.embedding = parts.Embedding(vocab, d_model, scale=True)
-        self.positions = parts.PositionalEncoding(d_model, max_len=max_len)
-        self.decoder = parts.Decoder(num_layers, d_model, num_heads, d_ff, dropout, cross_attention=False)
-        self.output = parts.OutputProjection(d_model, vocab, embedding=self.embedding)
+        self.config = config
+        self.embedding = parts.Embedding(config.vocab_size, config.d_model, scale=True)
+        self.positions = parts.PositionalEncoding(config.d_model, max_len=config.max_len)
+        self.decoder = parts.Decoder(config.num_layers, config.d_model, config.num_heads, config.d_ff, config.dropout,
+                                     cross_attention=False)
+        self.output = parts.OutputProjection(config.d_model, config.vocab_size, embedding=self.embedding)
         self.causal_mask = parts.causal_mask
-        self.dropout = nn.Dropout(dropout)
-        nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)
+        self.dropout = nn.Dropout(config.dropout)
+        nn.init.normal_(self.embedding.weight, std=config.d_model ** -0.5)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.dropout(self.positions(self.embedding(ids)))

@@ -57,6 +57,7 @@ from torch import nn
 
 from course.reference.embedding import Embedding
 from course.reference.positional_encoding import PositionalEncoding
+from course.train import cpu_threads
 
 __all__ = [
     "LM_VOCAB",
@@ -236,20 +237,16 @@ def _fit(model: nn.Module, loss: Callable[[], torch.Tensor], steps: int, lr: flo
     taken; leaves the model in eval mode."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    start = time.perf_counter()
     model.train()
-    try:
+    with cpu_threads(1):
+        start = time.perf_counter()
         for _ in range(steps):
             value = loss()
             optimizer.zero_grad()
             value.backward()
             optimizer.step()
             losses.append(value.item())
-    finally:
         seconds = time.perf_counter() - start
-        torch.set_num_threads(threads)
     model.eval()
     return losses, seconds
 

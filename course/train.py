@@ -14,7 +14,7 @@ course's reference answers by default, or a learner's), and returns a `History`:
 * checkpoints (model, optimizer, step, RNG states, history) every ``checkpoint_every`` steps and
   at the end; ``fit(..., resume=True)`` continues from one and gives exactly the loss curve of an
   unbroken run.
-* several processes: under ``torchrun --nproc_per_node=N`` (see `course.train_cli`), the model is
+* several processes: under ``torchrun --nproc_per_node=N`` (see `course.char_lm`), the model is
   wrapped in DistributedDataParallel and each rank trains on its slice of the global batch
   (``config.batch_size`` rows in all); the gradients are averaged across ranks.
 * a text progress bar (terminal or notebook) and `live_plot()`, a callback that redraws the loss
@@ -35,7 +35,8 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -57,6 +58,7 @@ class TrainConfig:
     min_lr: float = 0.0
     weight_decay: float = 0.1
     betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8                   # AdamW's epsilon (PyTorch's default)
     max_grad_norm: float = 1.0
     eval_every: int = 0                 # 0: evaluate only at the end
     eval_batches: int = 10              # the same held-out batches at every evaluation
@@ -121,6 +123,19 @@ def pick_device(name: str = "auto") -> torch.device:
     return device
 
 
+@contextmanager
+def cpu_threads(n: int | None) -> Iterator[None]:
+    """torch's CPU threads set to `n` inside the block and restored after it, whatever happens there
+    (left alone when n is None)."""
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -130,6 +145,11 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def load_average() -> str:
+    """The machine's load averages (1, 5, 15 minutes), as `uptime` shows them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def hardware(device: torch.device, world_size: int = 1) -> str:
@@ -274,7 +294,8 @@ def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) 
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": config.weight_decay},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.max_lr, betas=config.betas, fused=device.type in ("cuda", "cpu"))
+    return torch.optim.AdamW(groups, lr=config.max_lr, betas=config.betas, eps=config.eps,
+                             fused=device.type in ("cuda", "cpu"))
 
 
 def save_checkpoint(path: str, model: nn.Module, optimizer: torch.optim.Optimizer,
@@ -339,84 +360,81 @@ def fit(model: nn.Module, get_batch: Callable[[str, torch.Generator], Any],
     if config.batch_size % world_size:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by {world_size} ranks")
     device = pick_device(config.device)
-    threads = torch.get_num_threads()
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    model.to(device)
-    optimizer = make_optimizer(model, config, device)
-    data = torch.Generator().manual_seed(config.seed)            # the training batches
-    torch.manual_seed(config.seed + rank)                          # dropout
-    history = History(device=str(device), hardware=hardware(device, world_size), world_size=world_size)
-    if resume and config.checkpoint and os.path.exists(config.checkpoint):
-        history = load_checkpoint(config.checkpoint, model, optimizer, data)
-    net = torch.compile(model) if config.compile else model
-    if world_size > 1:
-        net = nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
-    amp = use_autocast(config, device)
+    with cpu_threads(config.threads):
+        model.to(device)
+        optimizer = make_optimizer(model, config, device)
+        data = torch.Generator().manual_seed(config.seed)            # the training batches
+        torch.manual_seed(config.seed + rank)                          # dropout
+        history = History(device=str(device), hardware=hardware(device, world_size), world_size=world_size)
+        if resume and config.checkpoint and os.path.exists(config.checkpoint):
+            history = load_checkpoint(config.checkpoint, model, optimizer, data)
+        net = torch.compile(model) if config.compile else model
+        if world_size > 1:
+            net = nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
+        amp = use_autocast(config, device)
 
-    def loss(m: nn.Module, batch: Any) -> torch.Tensor:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            return loss_fn(m, batch).float()
+        def loss(m: nn.Module, batch: Any) -> torch.Tensor:
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                return loss_fn(m, batch).float()
 
-    def validate() -> float:
-        generator = torch.Generator().manual_seed(config.seed + 1_000_003)
-        batches = [shard(get_batch("val", generator), device, rank, world_size) for _ in range(config.eval_batches)]
-        mean = parts.evaluate(model, batches, lambda m, b: (loss(m, b), count(b)))
-        if world_size == 1:
-            return mean
-        total = torch.tensor([mean * sum(map(count, batches)), sum(map(count, batches))],
-                             dtype=torch.float64, device=device)
-        dist.all_reduce(total)
-        return (total[0] / total[1]).item()
+        def validate() -> float:
+            generator = torch.Generator().manual_seed(config.seed + 1_000_003)
+            batches = [shard(get_batch("val", generator), device, rank, world_size) for _ in range(config.eval_batches)]
+            mean = parts.evaluate(model, batches, lambda m, b: (loss(m, b), count(b)))
+            if world_size == 1:
+                return mean
+            total = torch.tensor([mean * sum(map(count, batches)), sum(map(count, batches))],
+                                 dtype=torch.float64, device=device)
+            dist.all_reduce(total)
+            return (total[0] / total[1]).item()
 
-    flops = flops_per_token or 6 * sum(p.numel() for p in model.parameters())
-    peak = peak_flops(device)
-    bar = ProgressBar(config.steps) if config.progress and rank == 0 else None
-    first = history.steps
-    try:
-        for step in itertools.count(history.steps) if clock else range(history.steps, config.steps):
-            started = time.perf_counter()
-            at = min(config.steps, int(config.steps * history.seconds / config.time_limit)) if clock else step
-            lr = parts.lr_at(at, config.max_lr, config.warmup_steps, config.steps, config.min_lr)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            batch = get_batch("train", data)
-            value, norm = parts.train_step(net, optimizer, loss, shard(batch, device, rank, world_size),
-                                           config.max_grad_norm)
-            if world_size > 1:
-                mean = torch.tensor([value], dtype=torch.float64, device=device)
-                dist.all_reduce(mean)
-                value = mean.item() / world_size
-            if config.compile and step == first:
-                history.compile_seconds += time.perf_counter() - started
-            else:
-                history.seconds += time.perf_counter() - started
-            history.steps = step + 1
-            history.train_loss.append(value)
-            history.lr.append(lr)
-            history.grad_norm.append(norm)
-            history.tokens += count(batch)
-            history.tokens_per_second = history.tokens / max(history.seconds, 1e-9)
-            history.mfu = peak and flops * history.tokens_per_second / (peak * world_size)
-            done = step + 1
-            stop = config.time_limit is not None and history.seconds >= config.time_limit
-            last = stop or (not clock and done == config.steps)
-            if last or (config.eval_every and done % config.eval_every == 0):
-                history.val.append((done, validate()))
-                history.val_seconds.append(history.seconds)
-            if config.checkpoint and rank == 0 and (
-                    last or (config.checkpoint_every and done % config.checkpoint_every == 0)):
-                save_checkpoint(config.checkpoint, model, optimizer, data, history)
+        flops = flops_per_token or 6 * sum(p.numel() for p in model.parameters())
+        peak = peak_flops(device)
+        bar = ProgressBar(config.steps) if config.progress and rank == 0 else None
+        first = history.steps
+        try:
+            for step in itertools.count(history.steps) if clock else range(history.steps, config.steps):
+                started = time.perf_counter()
+                at = min(config.steps, int(config.steps * history.seconds / config.time_limit)) if clock else step
+                lr = parts.lr_at(at, config.max_lr, config.warmup_steps, config.steps, config.min_lr)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                batch = get_batch("train", data)
+                value, norm = parts.train_step(net, optimizer, loss, shard(batch, device, rank, world_size),
+                                               config.max_grad_norm)
+                if world_size > 1:
+                    mean = torch.tensor([value], dtype=torch.float64, device=device)
+                    dist.all_reduce(mean)
+                    value = mean.item() / world_size
+                if config.compile and step == first:
+                    history.compile_seconds += time.perf_counter() - started
+                else:
+                    history.seconds += time.perf_counter() - started
+                history.steps = step + 1
+                history.train_loss.append(value)
+                history.lr.append(lr)
+                history.grad_norm.append(norm)
+                history.tokens += count(batch)
+                history.tokens_per_second = history.tokens / max(history.seconds, 1e-9)
+                history.mfu = peak and flops * history.tokens_per_second / (peak * world_size)
+                done = step + 1
+                stop = config.time_limit is not None and history.seconds >= config.time_limit
+                last = stop or (not clock and done == config.steps)
+                if last or (config.eval_every and done % config.eval_every == 0):
+                    history.val.append((done, validate()))
+                    history.val_seconds.append(history.seconds)
+                if config.checkpoint and rank == 0 and (
+                        last or (config.checkpoint_every and done % config.checkpoint_every == 0)):
+                    save_checkpoint(config.checkpoint, model, optimizer, data, history)
+                if bar:
+                    val = f" val {history.val[-1][1]:.4f}" if history.val else ""
+                    bar.update(min(at + 1, config.steps),
+                               f"loss {value:.4f}{val} lr {lr:.2e} {history.tokens_per_second:,.0f} tok/s", force=last)
+                if callback:
+                    callback(done, history)
+                if stop:
+                    break
+        finally:
             if bar:
-                val = f" val {history.val[-1][1]:.4f}" if history.val else ""
-                bar.update(min(at + 1, config.steps),
-                           f"loss {value:.4f}{val} lr {lr:.2e} {history.tokens_per_second:,.0f} tok/s", force=last)
-            if callback:
-                callback(done, history)
-            if stop:
-                break
-    finally:
-        if bar:
-            bar.close()
-        torch.set_num_threads(threads)
+                bar.close()
     return history

@@ -1,7 +1,8 @@
-"""course/tasks.py: the dates task of chapter 10's run A (generation, batches, a short training)."""
+"""course/dates.py: the dates task of chapter 10's run A (generation, batches, a short training)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from course.parts import reference_parts
-from course.tasks import (
+from course.dates import (
     FORMS,
     RECORD_PATH,
     SRC_VOCAB,
@@ -28,7 +29,7 @@ from course.tasks import (
 )
 from course.train import TrainConfig
 
-# each form -> the strptime formats that read it, after `normalise` (written independently of tasks.py)
+# each form -> the strptime formats that read it, after `normalise` (written independently of dates.py)
 FORMATS = {
     "3 March 1998": ["%d %B %Y", "%d %b %Y"],
     "March 3, 1998": ["%B %d, %Y", "%b %d, %Y"],
@@ -143,7 +144,9 @@ def test_short_training_through_fit_lowers_the_loss_with_the_given_parts():
             calls[_name] += 1
             return _f(*args, **kwargs)
         parts.objects[name] = spy
-    config = DatesConfig(d_model=32, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=64,
+    model = dataclasses.replace(DatesConfig().model, d_model=32, num_heads=2, num_encoder_layers=1,
+                                num_decoder_layers=1, d_ff=64)
+    config = DatesConfig(model,
                          train=TrainConfig(steps=60, batch_size=32, max_lr=3e-3, warmup_steps=5, eval_batches=1,
                                            threads=1, progress=False))
     run = train_dates(config, parts=parts)
@@ -162,7 +165,7 @@ def test_short_training_through_fit_lowers_the_loss_with_the_given_parts():
 
 def test_recorded_run_meets_the_target():
     if not RECORD_PATH.exists():
-        pytest.skip("no recorded run: python -m course.tasks record")
+        pytest.skip("no recorded run: python -m course.dates record")
     assert RECORD_PATH.stat().st_size < 100_000
     run = json.loads(RECORD_PATH.read_text())
     assert run["accuracy"] >= 0.99 and run["held_out"] == 1000 and run["seconds"] <= 300

@@ -16,7 +16,7 @@ import torch
 
 from autograder.chapters import ROOT
 from course.learner import collect, learner_parts
-from course.models import Seq2SeqModel
+from course.models import Seq2SeqConfig, Seq2SeqModel
 from course.parts import PIECES
 from course.reference.add_norm import LayerNorm as ReferenceLayerNorm
 from course.reference.multi_head_attention import MultiHeadAttention as ReferenceMHA
@@ -100,8 +100,8 @@ def test_only_answer_cells_and_the_imports_they_need_are_collected(learner):
 
 def test_a_model_of_the_learners_parts_runs(learner):
     _, parts = learner
-    model = Seq2SeqModel(11, 13, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1,
-                         d_ff=32, parts=parts)
+    model = Seq2SeqModel(Seq2SeqConfig(src_vocab=11, tgt_vocab=13, d_model=16, num_heads=2, num_encoder_layers=1,
+                                       num_decoder_layers=1, d_ff=32), parts=parts)
     src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
     src[0, -1] = 0  # padding
     assert model(src, tgt).shape == (2, 4, 13)
@@ -128,8 +128,8 @@ def test_the_learners_pieces_work_with_the_reference_where_their_dependency_fail
     layer = parts.EncoderLayer(16, 2, 32)
     assert type(layer).__module__ == "mine.feed_forward"
     assert {type(m) for m in layer.modules()} >= {ReferenceMHA, ReferenceLayerNorm}
-    model = Seq2SeqModel(7, 7, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1,
-                         d_ff=32, parts=parts)
+    model = Seq2SeqModel(Seq2SeqConfig(src_vocab=7, tgt_vocab=7, d_model=16, num_heads=2, num_encoder_layers=1,
+                                       num_decoder_layers=1, d_ff=32), parts=parts)
     assert model(torch.randint(1, 7, (2, 5)), torch.randint(1, 7, (2, 3))).shape == (2, 3, 7)
 
 

@@ -1,4 +1,4 @@
-"""Chapter 10's training engine: course.train, course.train_cli, course.models, course.data, course.runs.
+"""Chapter 10's training engine: course.train, course.char_lm, course.models, course.data, course.runs.
 
 Fast (tiny models, generated text; the DDP test starts two processes), so it runs in the default
 suite. Tiny Shakespeare itself is never used here.
@@ -19,15 +19,17 @@ import torch
 import torch.nn.functional as F
 
 from course import data, runs
+from course.char_lm import CharLMConfig, flags, train_char_lm
 from course.models import (
     DecoderLM,
+    DecoderLMConfig,
+    Seq2SeqConfig,
     Seq2SeqModel,
     benchmark_attention,
     use_fused_kernels,
 )
 from course.parts import Parts, reference_parts
 from course.train import History, TrainConfig, estimate_flops_per_token, fit, shard
-from course.train_cli import CharLMConfig, train_char_lm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,9 +42,16 @@ def generated_text(n: int = 6000, seed: int = 0) -> str:
     return " ".join(words[i] for i in picks)[:n] + "\n"
 
 
-TINY = CharLMConfig(num_layers=1, num_heads=2, d_model=16, d_ff=32, block_size=16, batch_size=4, steps=12,
-                    max_lr=1e-2, min_lr=1e-3, warmup_steps=2, eval_every=4, eval_batches=2, threads=1,
-                    device="cpu", seed=3)
+TINY = CharLMConfig(DecoderLMConfig(vocab_size=0, num_layers=1, num_heads=2, d_model=16, d_ff=32, max_len=16),
+                    train=TrainConfig(steps=12, batch_size=4, max_lr=1e-2, min_lr=1e-3, warmup_steps=2, eval_every=4,
+                                      eval_batches=2, threads=1, device="cpu", seed=3))
+
+
+def tiny(dropout: float = 0.0, **train) -> CharLMConfig:
+    """TINY with the model's dropout and training fields changed."""
+    return dataclasses.replace(TINY, model=dataclasses.replace(TINY.model, dropout=dropout),
+                               train=dataclasses.replace(TINY.train, **train))
+
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +67,7 @@ def test_fit_uses_the_given_parts_schedule_and_records_the_run(corpus):
     parts = reference_parts()
     lr_at = parts.lr_at
     swapped = Parts({**parts.objects, "lr_at": lambda step, *a: seen.append(step) or lr_at(step, *a)})
-    model = DecoderLM(corpus.vocab_size, 16, 2, 1, 32, max_len=16)
+    model = DecoderLM(DecoderLMConfig(corpus.vocab_size, d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=16))
     config = TrainConfig(steps=6, batch_size=4, max_lr=1e-2, warmup_steps=2, eval_every=3, eval_batches=2,
                          device="cpu", progress=False)
     history = fit(model, lambda split, g: corpus.batch(split, 16, 4, g),
@@ -73,27 +82,27 @@ def test_fit_uses_the_given_parts_schedule_and_records_the_run(corpus):
 
 
 def test_fit_stops_at_the_time_limit_after_an_evaluation(corpus):
-    config = dataclasses.replace(TINY, steps=1000, time_limit=0.0)
+    config = tiny(steps=1000, time_limit=0.0)
     _, history, _ = train_char_lm(config, corpus, progress=False)
     assert history.steps == 1 and history.val == [(1, history.val[0][1])]
 
 
 def test_a_time_schedule_ends_with_the_time_limit(corpus):
-    config = dataclasses.replace(TINY, steps=20, warmup_steps=2, time_limit=1.0, schedule="time", eval_every=0)
+    config = tiny(steps=20, warmup_steps=2, time_limit=1.0, schedule="time", eval_every=0)
     _, history, _ = train_char_lm(config, corpus, progress=False)
     lr_at = reference_parts().lr_at
     assert 1.0 <= history.seconds and history.val[-1][0] == history.steps
-    assert history.lr[0] == lr_at(0, config.max_lr, 2, 20, config.min_lr)
+    assert history.lr[0] == lr_at(0, config.train.max_lr, 2, 20, config.train.min_lr)
     decay = history.lr[history.lr.index(max(history.lr)):]
-    assert decay == sorted(decay, reverse=True) and decay[-1] < 0.3 * config.max_lr     # annealed by the end
+    assert decay == sorted(decay, reverse=True) and decay[-1] < 0.3 * config.train.max_lr     # annealed by the end
     with pytest.raises(ValueError, match="time_limit"):
-        train_char_lm(dataclasses.replace(config, time_limit=None), corpus, progress=False)
+        train_char_lm(tiny(steps=20, time_limit=None, schedule="time"), corpus, progress=False)
 
 
 def test_resume_gives_exactly_the_loss_curve_of_an_unbroken_run(corpus, tmp_path):
-    config = dataclasses.replace(TINY, dropout=0.1)            # dropout: torch's RNG state matters too
+    config = tiny(dropout=0.1)            # dropout: torch's RNG state matters too
     _, unbroken, _ = train_char_lm(config, corpus, progress=False)
-    config = dataclasses.replace(config, checkpoint_every=4)
+    config = tiny(dropout=0.1, checkpoint_every=4)
     path = str(tmp_path / "run.pt")
 
     class Interrupted(Exception):
@@ -114,7 +123,8 @@ def test_resume_gives_exactly_the_loss_curve_of_an_unbroken_run(corpus, tmp_path
 
 def test_bf16_autocast_runs_on_the_cpu_when_asked(corpus):
     """The GPU's mixed-precision path, exercised on the CPU: the linear layers compute in bf16."""
-    model = use_fused_kernels(DecoderLM(corpus.vocab_size, 16, 2, 1, 32, max_len=16))
+    model = use_fused_kernels(DecoderLM(DecoderLMConfig(corpus.vocab_size, d_model=16, num_heads=2, num_layers=1,
+                                                        d_ff=32, max_len=16)))
     dtypes = []
     model.decoder.layers[0].ffn.linear1.register_forward_hook(lambda m, args, out: dtypes.append(out.dtype))
     for autocast, dtype in (("always", torch.bfloat16), (True, torch.float32)):
@@ -133,14 +143,12 @@ def test_ddp_with_gloo_on_two_processes_matches_one_process(corpus, tmp_path):
     """torchrun, 2 CPU ranks, each with half of the global batch: the same losses and weights."""
     text = tmp_path / "text.txt"
     text.write_text(generated_text())
-    config = dataclasses.replace(TINY, steps=8, eval_every=4)
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in dataclasses.asdict(config).items()
-             if k != "betas" and v is not None]
+    config = tiny(steps=8, eval_every=4)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT}
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-         "course.train_cli", "--preset=nanogpt-cpu", f"--data={text}", "--no-sha256", "--samples=0", "--quiet",
-         f"--save={tmp_path / 'run.pt'}", *flags],
+         "course.char_lm", "--preset=nanogpt-cpu", f"--data={text}", "--no-sha256", "--samples=0", "--quiet",
+         f"--save={tmp_path / 'run.pt'}", *flags(config)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     saved = torch.load(tmp_path / "run.pt")
@@ -174,7 +182,8 @@ def test_the_gpu_preset_runs_through_the_benchmark_on_the_cpu_at_tiny_sizes(tmp_
     assert "anchor: targets" in result.stdout and "tokens/s" in result.stdout
     run = json.loads((tmp_path / "run.json").read_text())
     config = run["config"]
-    assert config["dropout"] == 0.2 and config["fused"] and config["num_layers"] == 1
+    assert config["model"]["dropout"] == 0.2 and config["fused"] and config["model"]["num_layers"] == 1
+    assert config["train"]["schedule"] == "time" and not config["train"]["compile"]
     assert run["history"]["val"] and run["history"]["device"] == "cpu" and len(run["samples"]) == 1
 
 
@@ -182,7 +191,7 @@ def test_the_gpu_preset_runs_through_the_benchmark_on_the_cpu_at_tiny_sizes(tmp_
 
 def test_fused_kernels_give_the_course_pieces_results():
     torch.manual_seed(0)
-    lm = DecoderLM(20, 32, 4, 2, 64, max_len=24).eval()
+    lm = DecoderLM(DecoderLMConfig(20, d_model=32, num_heads=4, num_layers=2, d_ff=64, max_len=24)).eval()
     ids = torch.randint(20, (3, 24))
     expected = lm(ids)
     torch.testing.assert_close(use_fused_kernels(lm)(ids), expected, rtol=1e-4, atol=1e-5)
@@ -191,7 +200,8 @@ def test_fused_kernels_give_the_course_pieces_results():
     assert use_fused_kernels(lm, enabled=False)(ids).equal(expected)
     assert "forward" not in vars(layer.self_attn)
 
-    model = Seq2SeqModel(15, 17, 32, 4, 1, 2, 64).eval()
+    model = Seq2SeqModel(Seq2SeqConfig(src_vocab=15, tgt_vocab=17, d_model=32, num_heads=4, num_encoder_layers=1,
+                                       num_decoder_layers=2, d_ff=64)).eval()
     src, tgt = torch.randint(1, 15, (2, 9)), torch.randint(1, 17, (2, 7))
     src[0, 6:] = 0                                            # padding: masked keys
     expected = model(src, tgt)
@@ -212,7 +222,7 @@ def test_benchmark_attention_compares_agreement_and_speed():
 
 
 def test_flops_per_token_counts_parameters_and_attention():
-    lm = DecoderLM(20, 32, 4, 3, 64, max_len=16)
+    lm = DecoderLM(DecoderLMConfig(20, d_model=32, num_heads=4, num_layers=3, d_ff=64, max_len=16))
     n = sum(p.numel() for p in lm.parameters())
     assert estimate_flops_per_token(lm, 16) == 6 * n + 12 * 3 * 32 * 16
 
