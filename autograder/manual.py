@@ -36,7 +36,11 @@ def formgrader_command(out: Path, port: int = 8888) -> tuple[list[str], Path, di
     if json.loads(config.read_text())["CourseDirectory"]["root"] != str(root):
         raise SystemExit(f"{config} names another course folder: run `grade` into {out} again")
     bindir = str(Path(sys.executable).parent)
+    quiet = root / JUPYTER_DIR / "config"  # nbgrader warns "No nbgrader_config.py file found" without one
+    quiet.mkdir(parents=True, exist_ok=True)
+    (quiet / "nbgrader_config.py").write_text(f"# This course's settings are in {config}, which nbgrader reads.\n")
     env = {"JUPYTER_PATH": str(root / JUPYTER_DIR),  # the sandboxed grading kernels, if autograding from there
+           "JUPYTER_CONFIG_PATH": os.pathsep.join([str(quiet), os.environ.get("JUPYTER_CONFIG_PATH", "")]).rstrip(os.pathsep),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
            "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")])}
     argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", f"--ServerApp.root_dir={root}"]

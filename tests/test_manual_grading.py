@@ -46,6 +46,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _as(user: int) -> list[str]:
+    """The command prefix that runs a command as the uid (and gid) `user`."""
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
+
+
 def _formgrader_answers(out: Path, user: int | None) -> int:
     """Start `formgrader OUT`'s command (as the uid `user`, or as this process), headless; return the
     HTTP status of its Formgrader page once the server answers, then stop it."""
@@ -54,7 +59,7 @@ def _formgrader_answers(out: Path, user: int | None) -> int:
     env = {**os.environ, **env, "JUPYTER_TOKEN": token, "HOME": str(out), "JUPYTER_CONFIG_DIR": str(out / "cfg"),
            "JUPYTER_DATA_DIR": str(out / "data"), "JUPYTER_RUNTIME_DIR": str(out / "run")}
     if user is not None:
-        argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
+        argv = [*_as(user), *argv]
     server = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         for _ in range(240):
@@ -77,9 +82,9 @@ def test_formgrader_starts_as_root_and_as_a_normal_user(tmp_path, who):
     if who == "root" and os.geteuid() != 0:
         pytest.skip("not root")
     user = NOBODY if who == "a normal user" and os.geteuid() == 0 else None
-    if user is not None and subprocess.run(["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
-                                            sys.executable, "-c", ""], capture_output=True).returncode:
-        pytest.skip(f"uid {user} cannot run {sys.executable} (a Python installed in root's home)")
+    if user is not None and subprocess.run([*_as(user), sys.executable, "-m", "jupyter", "lab", "--version"],
+                                           capture_output=True, cwd="/").returncode:
+        pytest.skip(f"uid {user} cannot run JupyterLab from {sys.executable} (a Python installed in root's home)")
     out = Path(tempfile.mkdtemp(prefix="formgrader-"))  # pytest's tmp_path is private to root
     try:
         root = out / "nbgrader"
