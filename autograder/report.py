@@ -28,6 +28,7 @@ from nbgrader import utils
 
 from course.checks.framework import CheckUnavailable, get_check
 
+from .feedback import exercise_titles
 from .selfcheck import written_answers
 
 NOT_ATTEMPTED = "not attempted (the stub still raises NotImplementedError)"
@@ -189,6 +190,12 @@ table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding
 vertical-align:top}th{background:#f3f3f3}ol{margin:0;padding-left:1.2rem}td.n{text-align:right}img{margin:.5rem 1rem .5rem 0}"""
 
 
+def _titles(out: Path, chapter: str) -> dict[str, str]:
+    """{grade id: exercise title} from the chapter's release in OUT's course folder ({} without one)."""
+    release = out / "nbgrader" / "release" / chapter / f"{chapter}.ipynb"
+    return exercise_titles(nbformat.read(release, as_version=4)) if release.is_file() else {}
+
+
 def handed_in_nothing(out: Path) -> Counter:
     """{chapter: how many students handed in no notebook for it} (grades.csv's "missing" rows)."""
     with open(out / "grades.csv") as f:
@@ -232,9 +239,12 @@ def write_report(out: Path) -> Path:
             parts.append(f"<img src='{html.escape(name)}' alt='{html.escape(name)}'>")
         parts.append("<table><tr><th>exercise</th><th>mean</th><th>full marks</th>"
                      "<th>most common reasons for lost points (students)</th></tr>")
+        titles = _titles(out, chapter)
         for ex in by_chapter[chapter]:
             reasons = "".join(f"<li>{html.escape(r)} ({n})</li>" for r, n in ex.ranked_reasons()[:TOP_REASONS])
-            parts.append(f"<tr><td>{html.escape(ex.grade_id)}</td><td class='n'>{ex.mean:.2f} / "
+            name = html.escape(titles.get(ex.grade_id, ""))
+            parts.append(f"<tr><td>{name + '<br>' if name else ''}<code>{html.escape(ex.grade_id)}</code></td>"
+                         f"<td class='n'>{ex.mean:.2f} / "
                          f"{ex.max_score:g}</td><td class='n'>{100 * ex.full_share:.0f}%</td>"
                          f"<td>{f'<ol>{reasons}</ol>' if reasons else '—'}</td></tr>")
         parts.append("</table>")
