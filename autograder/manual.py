@@ -27,6 +27,11 @@ from course.protocol import CONFIG_FILE, JUPYTER_DIR
 from .chapters import ROOT
 
 
+def _prepend(folder: Path | str, variable: str) -> str:
+    """The search path `variable` of this environment with `folder` first."""
+    return os.pathsep.join([str(folder), os.environ.get(variable, "")]).rstrip(os.pathsep)
+
+
 def formgrader_command(out: Path, port: int = 8888) -> tuple[list[str], Path, dict[str, str]]:
     """(argv, folder, environment) that start the formgrader on OUT's course folder."""
     root = out.resolve() / "nbgrader"
@@ -40,9 +45,8 @@ def formgrader_command(out: Path, port: int = 8888) -> tuple[list[str], Path, di
     quiet.mkdir(parents=True, exist_ok=True)
     (quiet / "nbgrader_config.py").write_text(f"# This course's settings are in {config}, which nbgrader reads.\n")
     env = {"JUPYTER_PATH": str(root / JUPYTER_DIR),  # the sandboxed grading kernels, if autograding from there
-           "JUPYTER_CONFIG_PATH": os.pathsep.join([str(quiet), os.environ.get("JUPYTER_CONFIG_PATH", "")]).rstrip(os.pathsep),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-           "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")])}
+           "JUPYTER_CONFIG_PATH": _prepend(quiet, "JUPYTER_CONFIG_PATH"),
+           "PYTHONPATH": _prepend(ROOT, "PYTHONPATH"), "PATH": _prepend(bindir, "PATH")}
     argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", f"--ServerApp.root_dir={root}"]
     if os.geteuid() == 0:
         argv.append("--allow-root")

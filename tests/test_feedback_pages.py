@@ -17,8 +17,9 @@ from autograder.chapters import get_chapter
 
 CH = get_chapter("00_introduction")  # the smallest chapter with citations, maths and a written answer
 NBGRADER_TOC = '<li><a href="#test-x">Test cell</a> (Score: 1.0 / 1.0)</li><li><a href="#comment-x">Comment</a></li>'
-NBGRADER_MATHJAX = ('<!-- Load mathjax -->\n<script src="https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js">'
-                    '</script>\n<script type="text/x-mathjax-config">init_mathjax();</script>\n'
+NBGRADER_MATHJAX = ('<!-- Load mathjax -->\n'
+                    '<script src="https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js"></script>\n'
+                    '<script type="text/x-mathjax-config">init_mathjax();</script>\n'
                     '<!-- End of mathjax configuration -->')
 # Rendered maths, TeX left raw outside code, citations left as MyST, and requests to anything but the page's files.
 PAGE_JS = r"""(() => ({

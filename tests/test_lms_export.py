@@ -90,7 +90,8 @@ def test_moodle_offline_grading_worksheet(tmp_path, seed):
 def test_students_are_told_about_lateness_not_the_graders_bookkeeping():
     row = {"status": "graded (notebook renamed: graded x.ipynb as 01_tokenizing.ipynb; graded by hand; "
                      "late by 2 h: 5 points less a penalty of 0.5)"}
-    assert lms.comment(row) == "notebook renamed: graded x.ipynb as 01_tokenizing.ipynb; late by 2 h: 5 points less a penalty of 0.5"
+    assert lms.comment(row) == ("notebook renamed: graded x.ipynb as 01_tokenizing.ipynb; "
+                                "late by 2 h: 5 points less a penalty of 0.5")
     assert lms.comment({"status": "graded (awaits manual grading)"}) == ""
     assert lms.comment({"status": "missing notebook: expected 01_tokenizing/01_tokenizing.ipynb"}).startswith("missing")
 

@@ -51,9 +51,9 @@ def _as(user: int) -> list[str]:
     return ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
 
 
-def _formgrader_answers(out: Path, user: int | None) -> int:
+def _formgrader_answers(out: Path, user: int | None) -> tuple[int, str]:
     """Start `formgrader OUT`'s command (as the uid `user`, or as this process), headless; return the
-    HTTP status of its Formgrader page once the server answers, then stop it."""
+    HTTP status of its Formgrader page once the server answers, and its log, once stopped."""
     port, token = _free_port(), "formgrader-test"
     argv, cwd, env = formgrader_command(out, port)
     env = {**os.environ, **env, "JUPYTER_TOKEN": token, "HOME": str(out), "JUPYTER_CONFIG_DIR": str(out / "cfg"),
@@ -67,13 +67,16 @@ def _formgrader_answers(out: Path, user: int | None) -> int:
                 pytest.fail(f"the formgrader exited: {server.stderr.read().decode()[-2000:]}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/formgrader?token={token}", timeout=5) as page:
-                    return page.status
+                    status = page.status
+                break
             except (urllib.error.URLError, ConnectionError):
                 time.sleep(0.25)
-        pytest.fail("the formgrader did not answer within a minute")
+        else:
+            pytest.fail("the formgrader did not answer within a minute")
     finally:
         server.terminate()
         server.wait(timeout=30)
+    return status, server.stderr.read().decode()
 
 
 @pytest.mark.parametrize("who", ["root", "a normal user"])
@@ -93,7 +96,8 @@ def test_formgrader_starts_as_root_and_as_a_normal_user(tmp_path, who):
         (root / CONFIG_FILE).write_text(json.dumps({"CourseDirectory": {"root": str(root)}}))
         if user is not None:
             subprocess.run(["chown", "-R", f"{user}:{user}", str(out)], check=True)
-        assert _formgrader_answers(out, user) == 200
+        status, log = _formgrader_answers(out, user)
+        assert status == 200 and "No nbgrader_config.py" not in log, log[-3000:]
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
