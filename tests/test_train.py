@@ -213,6 +213,21 @@ def test_fused_kernels_give_the_course_pieces_results():
     torch.testing.assert_close(model.transformer.decoder.layers[-1].cross_weights, weights)
 
 
+def test_only_the_exact_causal_mask_takes_sdpas_causal_path():
+    from course.models import _is_causal
+    from course.reference.decoder import causal_mask
+
+    mask = causal_mask(5)
+    assert _is_causal(mask) and _is_causal(mask.clone()) and _is_causal(causal_mask(5, dtype=torch.float64))
+    for bad in (mask[:4], mask[None], mask.masked_fill(torch.eye(5, dtype=torch.bool), -1.0), torch.zeros(5, 5),
+                mask.masked_fill(mask == 0, float("-inf")).masked_fill(torch.eye(5, dtype=torch.bool), 0.0)):
+        assert not _is_causal(bad)
+    lm = DecoderLM(DecoderLMConfig(9, d_model=8, num_heads=2, num_layers=1, d_ff=16, max_len=6))
+    lm(torch.zeros(2, 6, dtype=torch.long))
+    lm(torch.zeros(1, 6, dtype=torch.long))
+    assert list(lm.masks) == [(6, torch.device("cpu"))] and lm.masks[(6, torch.device("cpu"))].equal(causal_mask(6))
+
+
 def test_benchmark_attention_compares_agreement_and_speed():
     result = benchmark_attention(batch=2, num_heads=2, seq=32, d_head=8, repeats=2)
     assert result["max_abs_diff"] < 1e-5 and result["course_ms"] > 0 and result["sdpa_ms"] > 0
