@@ -63,12 +63,14 @@ def _mha64(case: Case, *, split: str = "right", merge: str = "right", scale_by: 
     weight matrices, in both modes. Knobs: `split` a layout from `_SPLITS` or 'wide' (one head
     of width d_model), `merge` a layout from `_MERGES`, `scale_by` 'd_model', no `w_o`, the wide
     head's weights squeezed, the mask not passed on or added without inserting the head axis (a
-    broadcasting error raises, as it would in the student's code), the value taken from the query."""
+    broadcasting error raises, as it would in the student's code), the value taken from the query, or
+    (`value_from='key'`) a given value ignored because the key was not given."""
     (d_model, h), m, p = case.args, case.meta, case.meta["params"]
     d_head = d_model // h
     if value_from == "query" and m["query"].shape[-1] != m["key"].shape[-1]:
         return NOT_APPLICABLE  # that code raises: W_v cannot take the query
-    value = m["query"] if value_from == "query" and m["call"] == "key only" else m["value"]
+    value = m["query"] if value_from == "query" and m["call"] == "key only" else \
+        m["key"] if value_from == "key" and m["call"] == "value only" else m["value"]
     x_q, x_k, x_v = m["query"].double(), m["key"].double(), value.double()
     b, n_q = x_q.shape[0], x_q.shape[1]
 

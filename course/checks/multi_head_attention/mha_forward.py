@@ -27,19 +27,21 @@ def _mha_case(rng: np.random.Generator, *, b: int, n_q: int, n_k: int | None = N
               call: str = "self") -> Case:
     """MultiHeadAttention(d_model, h, d_q_in=d_q, d_kv_in=d_kv, bias=bias); meta: the weights to copy
     in (scaled so that scores stay moderate: a saturated softmax would hide scaling bugs), the
-    inputs, the mask, and the forward `call`: 'self', 'key only' (value defaults to key) or 'cross'."""
-    n_k = n_q if call == "self" else n_k
-    label = (f"{'self' if call == 'self' else 'cross'}-attention: batch {b}, {n_q} queries, {n_k} keys, d_model "
+    inputs, the mask, and the forward `call`: 'self', 'key only' (value defaults to key), 'value only' (key
+    defaults to query, value given) or 'cross'."""
+    n_k = n_q if call in ("self", "value only") else n_k
+    label = (f"{'self' if call in ('self', 'value only') else 'cross'}-attention: batch {b}, {n_q} queries, {n_k} keys, d_model "
              f"{d_model}, {h} heads, d_q_in {d_q}, d_kv_in {d_kv}" + (f", {mask} mask {_MASK_SHAPES[mask]}" if mask
              else "") + (", bias=False" if not bias else "") + (", value not given (defaults to key)" if
-                                                                  call == "key only" else ""))
+                                                                  call == "key only" else "")
+             + (", key not given (defaults to query) but value given" if call == "value only" else ""))
     dq, dkv = d_q or d_model, d_kv or d_model
     widths = dict(zip(LAYERS, (dq, dkv, dkv, d_model)))
     params = {f"{name}.weight": randn(rng, d_model, d_in) / math.sqrt(d_in) for name, d_in in widths.items()}
     for name in LAYERS:
         params[f"{name}.bias"] = 0.5 * randn(rng, d_model) if bias else None
     query = randn(rng, b, n_q, dq)
-    key = query if call == "self" else randn(rng, b, n_k, dkv)
+    key = query if call in ("self", "value only") else randn(rng, b, n_k, dkv)
     value = key if call in ("self", "key only") else randn(rng, b, n_k, dkv)
     m = None
     if mask == "causal":
@@ -60,6 +62,8 @@ def _call_mha(cls: Any, case: Case) -> Any:
                      "bias=bias), W_k and W_v = nn.Linear(d_kv_in or d_model, d_model, bias=bias) and W_o = "
                      "nn.Linear(d_model, d_model, bias=bias)")
     m = case.meta
+    if m["call"] == "value only":
+        return kit.run_modes(module, lambda mod: mod(m["query"], value=m["value"], mask=m["mask"]))
     inputs = {"self": (m["query"],), "key only": (m["query"], m["key"]),
               "cross": (m["query"], m["key"], m["value"])}[m["call"]]
     return kit.run_modes(module, lambda mod: mod(*inputs, mask=m["mask"]))
@@ -116,6 +120,9 @@ _MHA_MISTAKES = [
 ]
 _VALUE_FROM_QUERY = Mistake("Did you default the value to the query? When only `key` is given, the value "
                             "defaults to `key`.", variant(_mha64, value_from="query"))
+_VALUE_IGNORED = Mistake("Did you ignore `value` because `key` was not given? `key` defaults to `query`, and "
+                         "a `value` that is given is used as it is: forward(query, value=v) attends over the "
+                         "query's positions with the values v.", variant(_mha64, value_from="key"))
 _MHA_HINT = ("Follow the recipe: project with W_q, W_k, W_v; split_heads; insert the head axis into the "
              "mask (mask.unsqueeze(-3)); attend with the leading (batch, num_heads) dimensions; merge_heads; "
              "project with W_o. Return (output, weights). "
@@ -142,7 +149,8 @@ def _cross_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
          dict(b=2, n_q=3, n_k=5, d_model=8, h=4, d_kv=7, bias=False),
          dict(b=2, n_q=4, n_k=6, d_model=8, h=2, d_kv=5, call="key only", mask="padding"),
          dict(b=2, n_q=3, n_k=5, d_model=8, h=2, mask="full"),
-         dict(b=2, n_q=4, n_k=4, d_model=8, h=2, call="key only")]
+         dict(b=2, n_q=4, n_k=4, d_model=8, h=2, call="key only"),
+         dict(b=2, n_q=4, d_model=8, h=2, call="value only", mask="causal")]
     return [_mha_case(rng, **{"call": "cross", **s}) for s in specs]
 
 
@@ -165,7 +173,7 @@ register(
     __name__,
     _mha_check("mha_self_attention", _self_cases),
     _mha_check("mha_cross_attention", _cross_cases, " Queries come from `query`; keys and values from `key` "
-               "and `value`, whose length may differ.", _VALUE_FROM_QUERY),
+               "and `value`, whose length may differ.", _VALUE_FROM_QUERY, _VALUE_IGNORED),
     _mha_check("mha_input_widths", _width_cases, " Here the query width d_q_in and the key/value width "
                "d_kv_in differ from d_model."),
 )
