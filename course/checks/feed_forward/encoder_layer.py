@@ -177,12 +177,12 @@ def _dropout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
 
 
 def _dropped(case: Case, *, branch: bool = True, ffn: bool = True, after_sum: bool = False,
-             in_eval: str = "") -> dict:
+             in_eval: str = "", missing: str = "") -> dict:
     """Both modes with torch.manual_seed(0) before each pass, as the tests run them, in float32: in training
     mode dropout(p) on the attention's output, on the FFN's hidden activations and on the FFN's output, in that
     order. Knobs: no dropout on the sub-layers' outputs (`branch`) or in the FFN, dropout applied to the sum
     (`after_sum`), dropout in eval mode too (`in_eval`: 'all', or 'branch': self.dropout's only, the FFN's
-    module switching off)."""
+    module switching off), or self.dropout `missing` on one sub-layer's output only ('attention' or 'ffn')."""
     twin, p, h = _twin(case, torch.float32), case.meta["dropout"], case.meta["init"][1]
     x, mask = case.args[0], case.kwargs.get("mask")
     mask = None if mask is None else torch_attn_mask(mask, x.shape[0], h, x.shape[1], x.shape[1]).float()
@@ -194,9 +194,10 @@ def _dropped(case: Case, *, branch: bool = True, ffn: bool = True, after_sum: bo
         on_sum = drop if after_sum else (lambda t: t)
         y = twin.norm1(x)
         a = twin.self_attn(y, y, y, attn_mask=mask, need_weights=False)[0].contiguous()  # the mask follows memory
-        y = on_sum(x + on_branch(a))                                                       # order: as chapter 5's
+        y = on_sum(x + (a if missing == "attention" else on_branch(a)))                   # order: as chapter 5's
         hidden = F.relu(twin.linear1(twin.norm2(y)))
-        return on_sum(y + on_branch(twin.linear2(drop(hidden) if ffn and in_ffn else hidden)))
+        out = twin.linear2(drop(hidden) if ffn and in_ffn else hidden)
+        return on_sum(y + (out if missing == "ffn" else on_branch(out)))
 
     with torch.no_grad():
         train = forward(True)
@@ -212,6 +213,10 @@ _DROPOUT_MISTAKES = [
             "(self.dropout) and on the FFN's hidden activations.", variant(_dropped, branch=False, ffn=False)),
     Mistake("Did you forget self.dropout on the sub-layers' outputs? x + self.dropout(sublayer(norm(x))), for "
             "attention and for the FFN.", variant(_dropped, branch=False)),
+    Mistake("Did you leave out self.dropout on the attention's output? x = x + self.dropout(self_attn(h, h, h, "
+            "mask=mask)[0]).", variant(_dropped, missing="attention")),
+    Mistake("Did you leave out self.dropout on the FFN's output? x + self.dropout(ffn(norm2(x))).",
+            variant(_dropped, missing="ffn")),
     Mistake("Did you pass dropout on to the FeedForward? ffn = FeedForward(d_model, d_ff, dropout) drops its "
             "hidden activations in training mode.", variant(_dropped, ffn=False)),
     Mistake("Did you apply dropout after adding the residual? Only the sub-layer's output is dropped: "
