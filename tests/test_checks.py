@@ -9,7 +9,10 @@ For every chapter:
   on every seed, and the feedback there shows the hint it declares;
 * the released stub fails every check as "not implemented";
 * student mode (what a test cell shows in Jupyter) and the judge's verdict
-  from recorded results agree on every visible check.
+  from recorded results agree on every visible check;
+* a notebook that changed process-wide settings before its test cells (the
+  default dtype, the grad mode, the random seed) keeps full marks, and finds
+  those settings as it left them.
 The mutation suite in test_grading.py repeats the mutants through the real
 autograder, on one seed.
 """
@@ -22,11 +25,13 @@ from types import ModuleType
 
 import nbformat
 import pytest
+import torch
 
 from autograder.chapters import Chapter, all_chapters
 from course.checks import framework
 from course.checks.framework import NOT_APPLICABLE, Check, checks_of, mismatch
 from course.checks.plain import Raised, encode, to_plain
+from course.protocol import PROBE_DIR_ENV, PROBE_SEED_FILE, record_name
 from mutants import mutants_for
 from submissions import apply_edits, as_module, cells_of, solution_sources, student_notebook, verdicts
 
@@ -122,3 +127,39 @@ def test_student_mode_agrees_with_the_judge(ch):
                 shown = framework.summary(call.check, False, framework.evaluate(call.check, cases, entries))
                 judged = framework.judge_record(call.check.qualified_name, False, None, encode(entries))
                 assert shown == judged, f"{name}: {call.check.qualified_name}"
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_process_wide_settings_change_no_verdict_and_are_left_as_they_were(ch, tmp_path, monkeypatch):
+    """As the grader runs it (records, then the judge) and as the student's own run does: a notebook
+    that made float64 the default dtype and switched gradients off before its test cells keeps full
+    marks, and its dtype, grad mode and random stream are as it left them after the checks ran."""
+    monkeypatch.setenv(PROBE_DIR_ENV, str(tmp_path))
+    seed = 11
+    (tmp_path / PROBE_SEED_FILE).write_text(str(seed))
+    calls = [c for cell in cells_of(ch).values() for c in cell]
+    torch.manual_seed(0)
+    next_draw = torch.rand(3)
+    torch.manual_seed(0)
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    try:
+        for c in calls:
+            framework.check(c.check.qualified_name, getattr(reference(ch), c.obj), hidden=c.hidden)
+        assert torch.get_default_dtype() == torch.float64 and not torch.is_grad_enabled()
+        assert torch.equal(torch.rand(3, dtype=torch.float32), next_draw), "the checks moved the random stream"
+    finally:
+        torch.set_default_dtype(torch.float32)
+        torch.set_grad_enabled(True)
+    for c in calls:
+        name = c.check.qualified_name
+        ok, report = framework.judge_record(name, c.hidden, seed if c.hidden else None,
+                                            (tmp_path / record_name(name, c.hidden)).read_text())
+        assert ok, report
+    monkeypatch.delenv(PROBE_DIR_ENV)  # the student's own run (Jupyter, the self-check): no check raises
+    torch.set_default_dtype(torch.float64)
+    try:
+        for c in calls:
+            framework.check(c.check.qualified_name, getattr(reference(ch), c.obj), hidden=c.hidden)
+    finally:
+        torch.set_default_dtype(torch.float32)

@@ -38,6 +38,7 @@ import importlib
 import linecache
 import math
 import os
+import random
 import sys
 import zlib
 from dataclasses import dataclass, field
@@ -542,8 +543,41 @@ def _report_student(name: str, ok: bool, report: str, caller: Any) -> None:
         raise AssertionError(f"{len(failed)} check(s) failed: {', '.join(failed)} (details above)")
 
 
+@contextlib.contextmanager
+def checking_state() -> Iterator[None]:
+    """Run a check in the state its cases assume, and leave the process as it was.
+
+    A notebook may change process-wide settings before a test cell (a
+    float64 default dtype to check gradients by hand, gradients switched
+    off): the check builds its cases and probe networks in float32 with
+    gradients on all the same, so that its verdict does not depend on them,
+    in the grader as in the student's own run. Afterwards the default dtype,
+    the grad mode and the random generators (torch, NumPy's and Python's
+    global ones, which cases reseed) are as the notebook left them.
+    """
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    states = torch.get_rng_state(), np.random.get_state(), random.getstate()
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.set_rng_state(states[0])
+        np.random.set_state(states[1])
+        random.setstate(states[2])
+
+
 def check(name: str, obj: Any, *, hidden: bool = False) -> None:
     """Run (or, under the autograder, record) the check ``"topic.name"`` on `obj`."""
+    __tracebackhide__ = True
+    with checking_state():
+        _check(name, obj, hidden, sys._getframe(1))
+
+
+def _check(name: str, obj: Any, hidden: bool, caller: Any) -> None:
+    __tracebackhide__ = True
     check_ = get_check(name)
     probe_dir = os.environ.get(PROBE_DIR_ENV)
     if probe_dir:
@@ -555,7 +589,7 @@ def check(name: str, obj: Any, *, hidden: bool = False) -> None:
         return
     cases = check_.make_cases(hidden)
     ok, report = summary(check_, hidden, evaluate(check_, cases, run_student(check_, obj, cases)))
-    _report_student(name, ok, report, sys._getframe(1))
+    _report_student(name, ok, report, caller)
 
 
 __all__ = ["Case", "Check", "CheckUnavailable", "Mistake", "NOT_APPLICABLE", "Raises", "cell_score",
