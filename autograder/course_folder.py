@@ -129,11 +129,12 @@ class Course:
         lib = self.write_lib()
         name = kernel_name(self.ch.id)
         if use_sandbox:
-            argv = [sys.executable, "-m", "autograder.sandbox", "--lib", str(lib),
+            # -P: the launcher starts in the notebook's folder, and runs nothing from there
+            argv = [sys.executable, "-P", "-m", "autograder.sandbox", "--lib", str(lib),
                     "--wall", str(limits.wall_seconds), "--memory", str(limits.memory_bytes), "{connection_file}"]
             env = {"PYTHONPATH": str(ROOT)}  # for the launcher itself, outside the sandbox
         else:
-            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            argv = [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
             env = {"PYTHONPATH": str(lib)}
         spec = {"argv": argv, "env": env, "display_name": f"grading {self.ch.id}", "language": "python",
                 "interrupt_mode": "message"}

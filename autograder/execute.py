@@ -15,11 +15,19 @@
   (a forked child writing on the kernel's sockets, or a forger) would make
   nbclient raise, and nbgrader would drop the whole notebook. The grader's
   channels (`TolerantChannel`) drop such a message, log it and go on.
+* A time budget for the whole notebook (`notebook_seconds`, see
+  `autograder.limits`): a cell never runs past what is left of it, and once
+  it is spent the remaining cells are not run (the judge credits the checks
+  recorded so far). A notebook whose every function loops forever so costs
+  the budget, not a cell limit per cell.
 * A kernel that ignores the interrupt at a cell's time limit (it ignores
   SIGINT, or broke the machinery that answers) would hold the notebook
   until the wall clock: after `interrupt_grace_seconds` without an answer
   the kernel is killed, and the cells that ran keep their credit.
-* Each kernel gets a fresh folder for its IPC sockets (`socket_dir`).
+* Each kernel gets a fresh folder for its IPC sockets (`socket_dir`),
+  which also holds its working directory and its log (`sandbox.SCRATCH`,
+  `sandbox.KERNEL_LOG`); the folder, and the kernel's CPU cgroup, are
+  removed once the kernel is gone.
 * Display updates reach only the cell that is running, so a later cell
   cannot rewrite what an earlier one showed.
 * The kernel had the notebook's folder to itself: before the grader writes
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import logging
 import os
 import resource
@@ -58,6 +67,8 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, Type, Unicode, default
 
 from course.protocol import status_name
+
+from . import sandbox
 
 #: folders the kernel nests deeper than this are deleted after it ran
 MAX_DEPTH = 16
@@ -186,6 +197,8 @@ class GuardedExecute(Execute):
     wall_seconds = Integer(600, help="the sandbox's wall-clock limit (for the message)").tag(config=True)
     test_cell_seconds = Integer(0, help="interrupt an autograder test cell after this long "
                                 "(0: the per-cell timeout)").tag(config=True)
+    notebook_seconds = Integer(0, help="the whole notebook's time budget: no cell runs past it, and the "
+                               "cells left when it is spent are not run (0: no budget)").tag(config=True)
     interrupt_grace_seconds = Float(5.0, help="kill a kernel that has not answered the interrupt at a "
                                     "cell's time limit this long after it").tag(config=True)
     raise_on_iopub_timeout = Bool(False, help="stop the notebook when a cell's output is lost "
@@ -197,10 +210,29 @@ class GuardedExecute(Execute):
         self.timeout_func = self._cell_timeout
 
     def _cell_timeout(self, cell: NotebookNode) -> int | None:
-        """A test cell's timeout, else the per-cell one (None: no limit)."""
+        """A test cell's timeout, else the per-cell one (None: no limit), never past the
+        notebook's budget."""
+        timeout = self.timeout
         if self.test_cell_seconds and utils.is_grade(cell) and not utils.is_solution(cell):
-            return min(self.test_cell_seconds, self.timeout or self.test_cell_seconds)
-        return self.timeout
+            timeout = min(self.test_cell_seconds, self.timeout or self.test_cell_seconds)
+        left = self._budget_left()
+        if left is not None:
+            timeout = max(1, min(timeout or left, math.ceil(left)))
+        return timeout
+
+    def _budget_left(self) -> float | None:
+        """Seconds left of the notebook's budget (None: no budget)."""
+        if not self.notebook_seconds:
+            return None
+        return self.notebook_seconds - (time.monotonic() - self._start)
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
+        """Run the cell, unless the notebook's budget is spent (then note it, and run nothing)."""
+        left = self._budget_left()
+        if cell.cell_type == "code" and left is not None and left <= 0:
+            self._not_run.append(index)
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
 
     def create_kernel_manager(self) -> Any:
         km = super().create_kernel_manager()
@@ -219,9 +251,11 @@ class GuardedExecute(Execute):
         self._running = -1
         self._sockets: Path | None = None
         self._ignored_interrupt = False
+        self._not_run: list[int] = []
         TolerantChannel.dropped = 0
         problem = None
         start, iopub_timeout = time.monotonic(), self.iopub_timeout
+        self._start = start
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         except (DeadKernelError, CellTimeoutError, RuntimeError) as err:
@@ -236,18 +270,43 @@ class GuardedExecute(Execute):
         finally:  # the kernel is gone, however it ended
             self.iopub_timeout = iopub_timeout
             if self._sockets:
+                self._log_kernel_output(problem)
                 shutil.rmtree(self._sockets, ignore_errors=True)
+                group = sandbox.cpu_group_of(self._sockets)
+                if group is not None:
+                    sandbox.remove_cpu_group(group, wait=2.0)
             removed = reclaim_folder(Path(resources["metadata"]["path"]))
+        if self._not_run and problem is None:
+            problem = (f"the notebook's time budget of {self.notebook_seconds} s ran out: "
+                       f"{len(self._not_run)} cell(s) not run")
         self._write_status(resources["nbgrader"], {
             "problem": problem,
             "dropped_messages": TolerantChannel.dropped,
             "timed_out_cells": self._timed_out,
+            "cells_not_run": self._not_run,
             "output_truncated": self._flooded,
             "removed_entries": removed,
             "seconds": round(time.monotonic() - start, 2),
             "grader_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         })
         return nb, resources
+
+    def _log_kernel_output(self, problem: str | None) -> None:
+        """Put the end of what a kernel that died wrote to its own stdout/stderr in the grader's log."""
+        if problem is None or self._sockets is None:
+            return
+        try:  # the kernel owned the folder: open nothing but a regular file, never a link
+            fd = os.open(self._sockets / sandbox.KERNEL_LOG, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return
+            f.seek(max(0, info.st_size - 2000))
+            tail = f.read(2000).decode("utf-8", errors="replace").strip()
+        if tail:
+            self.log.warning("the kernel's own output ended with:\n%s", tail)
 
     def _write_status(self, info: dict, note: dict) -> None:
         if self.status_dir:

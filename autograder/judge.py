@@ -14,7 +14,8 @@ process, which can forge them. The course's pipeline changes that:
    expected answers, and **replaces** the cell's outputs with its own verdict:
    a plain text report, plus the partial score when some checks failed, or an
    error when all did (`cell_verdict`, which the self-check reuses).
-   `SaveAutoGrades` then scores those outputs as usual.
+   `SaveAutoGrades` then scores those outputs as usual. The probe folder is
+   removed once read.
 
 Whatever the kernel printed, raised or patched in a test cell is discarded.
 Records are read without following links, and an output of any other cell
@@ -104,6 +105,13 @@ def _secret(path: str) -> bytes:
     return Path(path).read_bytes()
 
 
+def _remove(probe: Path) -> None:
+    if probe.is_symlink() or probe.is_file():
+        probe.unlink()
+    elif probe.exists():
+        shutil.rmtree(probe)
+
+
 class PrepareProbes(NbGraderPreprocessor):
     """Give the kernel an empty folder to record results in, with its seed."""
 
@@ -111,10 +119,7 @@ class PrepareProbes(NbGraderPreprocessor):
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
-        if probe.is_symlink() or probe.is_file():
-            probe.unlink()
-        elif probe.exists():
-            shutil.rmtree(probe)
+        _remove(probe)
         probe.mkdir()
         info = resources["nbgrader"]
         seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
@@ -145,6 +150,7 @@ class JudgeChecks(NbGraderPreprocessor):
         for cell in nb.cells:
             if cell.cell_type == "code" and not utils.is_grade(cell):
                 cell.outputs = [ECHO_REMOVED if _shows_any(out, secret_lines) else out for out in cell.outputs]
+        _remove(probe)  # read: the graded notebook's folder keeps only what nbgrader writes
         return nb, resources
 
 

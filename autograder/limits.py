@@ -1,10 +1,20 @@
 """How long, and with how much memory, a chapter's notebooks may run when graded.
 
-Four limits hold for every notebook: the per-cell timeout (nbgrader
+Five limits hold for every notebook: the per-cell timeout (nbgrader
 interrupts a cell after it), a shorter one for the autograder's test cells
 (their checks take seconds: a student's answer that loops forever should not
-cost a minute per test cell), the wall clock (the sandbox kills the kernel
-after it) and the address space of each sandboxed process. A kernel that has
+cost a minute per test cell), the notebook's time budget (no cell runs past
+it, and the cells left when it is spent are not run), the wall clock (the
+sandbox kills the kernel after it) and the address space of each sandboxed
+process.
+
+The budget is derived from the chapter's reference solution: its notebook's
+run time when graded (recorded in `REFERENCE_SECONDS_FILE`, measured under
+load) times `BUDGET_MULTIPLE`, plus `BUDGET_START_SECONDS` for the kernel's
+start. A notebook whose every function loops forever so costs about a
+minute, whatever the chapter, instead of a cell limit per cell that calls
+one; tests/test_grading.py checks that the graded reference stays well
+within its budget, and grades such a notebook on the slowest chapter. A kernel that has
 not stopped a few seconds after the interrupt is killed
 (`execute.GuardedExecute.interrupt_grace_seconds`). The defaults are
 `autograder.sandbox`'s (60 s, 20 s, 600 s, 6 GiB); tests/test_grading.py
@@ -28,7 +38,10 @@ short by it.
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 
@@ -45,6 +58,22 @@ class Limits:
     wall_seconds: int = sandbox.WALL_SECONDS
     memory_bytes: int = sandbox.MEMORY_BYTES
     test_cell_seconds: int = sandbox.TEST_CELL_SECONDS
+    notebook_seconds: int = 0  # 0: the budget derived from the reference (`notebook_budget`)
+
+
+#: {chapter id: seconds its graded reference notebook ran}, measured (see the module's docstring)
+REFERENCE_SECONDS_FILE = Path(__file__).with_name("reference_seconds.json")
+BUDGET_MULTIPLE = 2
+BUDGET_START_SECONDS = 20
+
+
+def notebook_budget(ch: Chapter) -> int:
+    """A chapter's notebook time budget: a generous multiple of its reference's recorded run time,
+    plus the kernel's start; the wall clock for a chapter with no recorded time."""
+    recorded = json.loads(REFERENCE_SECONDS_FILE.read_text()).get(ch.id)
+    if recorded is None:
+        return sandbox.WALL_SECONDS
+    return BUDGET_START_SECONDS + math.ceil(BUDGET_MULTIPLE * recorded)
 
 
 def limits_from_metadata(metadata: dict) -> Limits:
@@ -74,4 +103,6 @@ def chapter_limits(ch: Chapter, cell_seconds: int | None = None, wall_seconds: i
         raise SystemExit(f"{ch.solution}: {err}") from None
     overrides = {"cell_seconds": cell_seconds, "wall_seconds": wall_seconds}
     limits = dataclasses.replace(limits, **{k: v for k, v in overrides.items() if v is not None})
-    return dataclasses.replace(limits, test_cell_seconds=min(limits.test_cell_seconds, limits.cell_seconds))
+    budget = limits.notebook_seconds or notebook_budget(ch)
+    return dataclasses.replace(limits, test_cell_seconds=min(limits.test_cell_seconds, limits.cell_seconds),
+                               notebook_seconds=min(budget, limits.wall_seconds))

@@ -46,7 +46,9 @@ def formgrader_command(out: Path, port: int = 8888) -> tuple[list[str], Path, di
     (quiet / "nbgrader_config.py").write_text(f"# This course's settings are in {config}, which nbgrader reads.\n")
     env = {"JUPYTER_PATH": str(root / JUPYTER_DIR),  # the sandboxed grading kernels, if autograding from there
            "JUPYTER_CONFIG_PATH": _prepend(quiet, "JUPYTER_CONFIG_PATH"),
-           "PYTHONPATH": _prepend(ROOT, "PYTHONPATH"), "PATH": _prepend(bindir, "PATH")}
+           "PYTHONPATH": _prepend(ROOT, "PYTHONPATH"), "PATH": _prepend(bindir, "PATH"),
+           # kernels start in a graded notebook's folder: nothing there may shadow a module
+           "PYTHONSAFEPATH": "1"}
     argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", f"--ServerApp.root_dir={root}"]
     if os.geteuid() == 0:
         argv.append("--allow-root")

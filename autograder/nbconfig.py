@@ -54,6 +54,7 @@ def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits, late_
     c.GuardedExecute.socket_dir = str(root / SOCKETS_DIR)
     c.GuardedExecute.wall_seconds = limits.wall_seconds
     c.GuardedExecute.test_cell_seconds = limits.test_cell_seconds
+    c.GuardedExecute.notebook_seconds = limits.notebook_seconds
     c.GuardedExecute.shutdown_kernel = "immediate"  # nothing in the kernel is worth waiting for
     c.Autograde.autograde_preprocessors = AUTOGRADE_PREPROCESSORS
     c.PrepareProbes.secret_file = str(secret)

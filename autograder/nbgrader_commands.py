@@ -46,6 +46,7 @@ def nbgrader_env(root: Path) -> dict[str, str]:
     env["JUPYTER_PATH"] = str(root / JUPYTER_DIR)  # our kernelspecs
     env["JUPYTER_RUNTIME_DIR"] = str(root / RUNTIME_DIR)  # connection files, private to the grader
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"  # the judge's imports
+    env["PYTHONSAFEPATH"] = "1"  # no Python the grader starts imports from the folder it starts in
     env.pop(BOOK_ENV, None)
     return env
 

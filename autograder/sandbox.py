@@ -6,15 +6,21 @@ bubblewrap (``bwrap``) around an ordinary ipykernel (``--wall`` and
 ``--memory`` set a chapter's own limits: see `autograder.limits`). Inside
 the sandbox:
 
-* the only writable places are the submission's own folder (mounted at
-  /submission, the kernel's working directory), a private, size-capped
-  /tmp, and the kernel's private folder for its IPC sockets;
+* the only writable places are a fresh scratch folder of the
+  kernel's own (mounted at /submission, the kernel's working directory),
+  the probe folder where checks record results (/submission/.course-probes),
+  a private, size-capped /tmp and /dev/shm, and the kernel's private folder
+  for its IPC sockets. The scratch folder lives in that private folder, which the
+  grader deletes once the kernel is gone (`execute.GuardedExecute`): what
+  the kernel writes never lands beside the graded notebook, so no file it
+  planted (an ``ipykernel_launcher.py``, a fake ``autograder`` package) is
+  there for a later Python to run;
 * visible read-only: the system's /usr, the Python installation and the
   virtual environment, and a copy of the `course` package holding only the
   reference modules of *earlier* chapters. Not visible: solutions/, the
   gradebook, release files, the grading secret, other students' folders,
-  and the notebook file itself (it holds the restored hidden tests; the
-  kernel gets its cells from nbgrader, not from the file);
+  and the notebook's own folder (its file holds the restored hidden tests;
+  the kernel gets its cells from nbgrader, not from the file);
 * no network (a new, empty network namespace: the kernel talks to nbgrader
   over IPC sockets, not TCP), new PID/IPC/UTS namespaces, no capabilities;
 * when the grader runs as root, the kernel runs as an unprivileged uid of
@@ -22,7 +28,25 @@ the sandbox:
   does not for root) and counts that kernel's processes only;
 * resource limits: CPU time (the larger of `CPU_SECONDS` and the wall
   clock), address space, file size, processes, open files, and a
-  wall-clock cap after which the kernel is killed.
+  wall-clock cap after which the kernel is killed;
+* threads are not processes: the process limit (which Linux counts in
+  threads) leaves room for a thread per core of the grading machine on top
+  of a kernel's own, so that honest code that trains "on every core"
+  (``torch.set_num_threads(os.cpu_count())``) keeps its kernel; OpenMP
+  threads wait passively, so too many of them slow a kernel down instead
+  of spinning;
+* a fair share of the CPU: where the grader runs as root on a machine with
+  a CPU cgroup controller, each kernel runs in a CPU cgroup of its own with
+  the same weight as every other kernel's (`cpu_group`), so that one
+  kernel's many busy threads cannot starve the test cells of the students
+  graded beside it. Without cgroups (an unprivileged grader) kernels share
+  the CPU as ordinary processes do;
+* Python starts with a safe path (``-P``): nothing in the working folder
+  shadows a module;
+* bubblewrap itself starts with an almost empty environment, and the
+  kernel's standard output and error go to a log file of its own, in its
+  private folder (`KERNEL_LOG`), not to the grader's: a kernel can read
+  neither the grader's environment nor another student's log lines.
 
 The kernel's connection file is handed in through a pipe (``--ro-bind-data``)
 so the sandbox never sees the grader's runtime folder. The IPC sockets live
@@ -45,8 +69,8 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Sequence
 
 from course.protocol import PROBE_DIR_ENV, PROBE_DIRNAME
 
@@ -56,9 +80,11 @@ from course.protocol import PROBE_DIR_ENV, PROBE_DIRNAME
 UID_RANGE = range(2_000_000_000, 2_100_000_000)
 CPU_SECONDS = 600
 MEMORY_BYTES = 6 * 1024**3  # address space, by default; torch alone maps ~1-2 GiB
-FILE_BYTES = 64 * 1024**2
+FILE_BYTES = 256 * 1024**2  # torch.compile's C++ compiler writes files of over 64 MiB
 TMP_BYTES = 256 * 1024**2  # /tmp is memory: cap it
-PROCESSES = 64  # threads count too; a kernel uses about ten
+#: threads count too: a kernel uses about ten, one per core more when it trains on every core,
+#: a DataLoader's workers a few each (and a fork bomb as many as this allows: keep it moderate)
+PROCESSES = max(128, (os.cpu_count() or 1) + 64)
 OPEN_FILES = 1024
 WALL_SECONDS = 600  # by default
 CELL_SECONDS = 60  # by default, nbgrader interrupts a cell after this long
@@ -68,6 +94,11 @@ INSIDE_WORK = "/submission"
 INSIDE_CONNECTION = "/run/kernel.json"
 INSIDE_SOCKETS = "/run/sockets"
 INSIDE_VENV = "/opt/venv"
+SCRATCH = "work"  # in the kernel's private folder: its working directory
+KERNEL_LOG = "kernel.log"  # in the kernel's private folder: its standard output and error
+#: a CPU cgroup per kernel (cgroup v1's cpu hierarchy, or v2's unified one), under this group
+CGROUP_ROOTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup"))
+CGROUP_PARENT = "transformer-course-kernels"
 
 
 def available() -> str | None:
@@ -104,7 +135,9 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(p), top]
         elif p.is_dir():
             args += ["--ro-bind", top, top]
-    for f in ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"):
+    args += ["--perms", "0755", "--dir", "/etc"]  # traversable: bwrap would make it 0700
+    for f in ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+              "/etc/fonts"):  # fontconfig's configuration: without it matplotlib's first plot prints an error
         if Path(f).exists():
             args += ["--ro-bind", f, f]
     base = str(Path(sys.base_prefix).resolve())  # a venv's python finds it by its real path
@@ -130,21 +163,23 @@ def inside_python() -> str:
 
 
 def bwrap_command(workdir: Path, lib: Path | None, command: list[str], *, sockets: Path | None, wall: int,
-                  uid: int | None = None, connection_fd: int | None = None, hidden: Sequence[str] = ()) -> list[str]:
+                  uid: int | None = None, connection_fd: int | None = None, probe: Path | None = None) -> list[str]:
     """The full bwrap command line that runs `command` in the sandbox.
 
-    `hidden` names files in `workdir` that the sandbox must not read: each
-    is covered by /dev/null, which the sandbox (mounted nodev) cannot open.
-    `uid` is the user the command runs as when the grader is root (default:
-    a fresh `kernel_uid`).
+    `workdir` becomes the working directory, /submission; `probe`, when
+    given, is mounted at /submission/.course-probes, where checks record
+    results. `uid` is the user the command runs as when the grader is root
+    (default: a fresh `kernel_uid`).
     """
     args = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+            # POSIX semaphores and shared memory (a DataLoader's workers), private and capped like /tmp
+            "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm",
             "--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/opt", *_system_binds(),
             "--bind", str(workdir), INSIDE_WORK, "--chdir", INSIDE_WORK]
-    for name in hidden:
-        args += ["--ro-bind", "/dev/null", f"{INSIDE_WORK}/{name}"]
+    if probe is not None:
+        args += ["--bind", str(probe), f"{INSIDE_WORK}/{PROBE_DIRNAME}"]
     if lib is not None:
         args += ["--ro-bind", str(lib), INSIDE_LIB]
     if sockets is not None:
@@ -154,7 +189,8 @@ def bwrap_command(workdir: Path, lib: Path | None, command: list[str], *, socket
     path = f"{Path(inside_python()).parent}:/usr/bin:/bin"
     env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": INSIDE_LIB,
            "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
-           "OMP_NUM_THREADS": "1", "NBGRADER_EXECUTION": "autograde", "USER": "student", "LOGNAME": "student",
+           "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "PYTHONSAFEPATH": "1",
+           "NBGRADER_EXECUTION": "autograde", "USER": "student", "LOGNAME": "student",
            PROBE_DIR_ENV: PROBE_DIRNAME}  # relative: the kernel runs in the notebook's folder
     args.append("--clearenv")
     for k, v in env.items():
@@ -181,10 +217,88 @@ def _limits(memory_bytes: int = MEMORY_BYTES, cpu_seconds: int = CPU_SECONDS) ->
 
 
 def _give_to(uid: int, folder: Path) -> None:
-    """Let the kernel's user write the submission's folder (grader running as root)."""
+    """Let the kernel's user write a folder (grader running as root)."""
     for root, dirs, files in os.walk(folder):
         for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
             os.lchown(name, uid, uid)
+
+
+def _cgroup_parent() -> tuple[Path, str] | None:
+    """The folder under which kernels get CPU cgroups, and the file that sets a group's
+    weight; None where this process may not make cgroups (not root, no cpu controller)."""
+    if os.geteuid() != 0:
+        return None
+    for base in CGROUP_ROOTS:
+        v1 = (base / "cpu.shares").exists()
+        if not v1 and "cpu" not in _read(base / "cgroup.subtree_control").split():
+            continue
+        parent = base / CGROUP_PARENT
+        try:
+            parent.mkdir(exist_ok=True)
+            if not v1:
+                (parent / "cgroup.subtree_control").write_text("+cpu")
+        except OSError:
+            continue
+        return parent, "cpu.shares" if v1 else "cpu.weight"
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def cpu_groups_available() -> bool:
+    """Whether kernels started from this process get a CPU cgroup each (`cpu_group`)."""
+    return _cgroup_parent() is not None
+
+
+def cpu_group(name: str) -> Path | None:
+    """Move this process (and so everything it starts) into a CPU cgroup of its own,
+    `name`, weighted as every other kernel's; None where cgroups cannot be used.
+
+    Groups left by kernels that have ended are removed on the way (removing a
+    group that still has processes fails, and is skipped).
+    """
+    found = _cgroup_parent()
+    if found is None:
+        return None
+    parent, weight = found
+    for stale in parent.iterdir():
+        if stale.is_dir() and stale.name != name:
+            remove_cpu_group(stale)
+    group = parent / name
+    try:
+        group.mkdir(exist_ok=True)
+        (group / weight).write_text("1024" if weight == "cpu.shares" else "100")
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:
+        return None
+    return group
+
+
+def remove_cpu_group(group: Path, wait: float = 0.0) -> None:
+    """Remove a kernel's CPU cgroup once its processes are gone, waiting up to `wait` seconds
+    for the last of them to exit (else leave it: the next kernel's `cpu_group` removes it)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.1)
+
+
+def cpu_group_of(sockets: Path) -> Path | None:
+    """The CPU cgroup of the kernel whose private folder is `sockets`, if it has one."""
+    found = _cgroup_parent()
+    return found[0] / sockets.name if found else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -199,24 +313,34 @@ def main(argv: list[str] | None = None) -> None:
     if info.get("transport") != "ipc" or not os.path.isabs(info.get("ip", "")):
         sys.exit("the sandbox has no network: configure KernelManager.transport = 'ipc' "
                  "and GuardedExecute.socket_dir (an absolute path)")
-    workdir = Path.cwd()
     sockets = Path(info["ip"]).parent  # the kernel's own folder (GuardedExecute.socket_dir)
+    scratch = sockets / SCRATCH
+    shutil.copytree(Path.cwd(), scratch, symlinks=True,  # the chapter's data files, as released
+                    ignore=shutil.ignore_patterns("*.ipynb", PROBE_DIRNAME))
+    probe = Path.cwd() / PROBE_DIRNAME  # made by the grader (judge.PrepareProbes)
+    probe = probe if probe.is_dir() and not probe.is_symlink() else None
     uid = kernel_uid()
     if os.geteuid() == 0:
-        _give_to(uid, workdir)
+        for folder in (scratch, probe):
+            if folder is not None:
+                _give_to(uid, folder)
         os.chown(sockets, uid, uid)
+    log = os.open(sockets / KERNEL_LOG, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the grader's only
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
     inside = dict(info, ip=f"{INSIDE_SOCKETS}/{Path(info['ip']).name}")  # same files, seen from inside
     read_fd, write_fd = os.pipe()
     os.write(write_fd, json.dumps(inside).encode())
     os.close(write_fd)
     os.set_inheritable(read_fd, True)
-    kernel = [inside_python(), "-m", "ipykernel_launcher", "-f", INSIDE_CONNECTION,
+    kernel = [inside_python(), "-P", "-m", "ipykernel_launcher", "-f", INSIDE_CONNECTION,
               "--HistoryManager.hist_file=:memory:"]
-    notebooks = [p.name for p in workdir.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
-    command = bwrap_command(workdir, args.lib, kernel, sockets=sockets, wall=args.wall, uid=uid,
-                            connection_fd=read_fd, hidden=notebooks)
+    command = bwrap_command(scratch, args.lib, kernel, sockets=sockets, wall=args.wall, uid=uid,
+                            connection_fd=read_fd, probe=probe)
+    cpu_group(sockets.name)
     _limits(args.memory, max(CPU_SECONDS, args.wall))
-    os.execvp(command[0], command)
+    os.execvpe(command[0], command, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
 
 
 if __name__ == "__main__":

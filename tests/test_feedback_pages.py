@@ -52,6 +52,7 @@ def test_every_feedback_page_of_a_graded_class_is_rendered_for_students(tmp_path
     for page in pages:
         text = page.read_text()
         assert "{cite" not in text and ">Test cell</a>" not in text, page
+        assert "Fontconfig" not in text, f"{page} shows a sandbox artefact"
         scripts = re.findall(r'<script[^>]* src="([^"]+)"', text)
         assert scripts == ["../../_assets/mathjax/tex-svg-full.js"], (page, scripts)
         assert (page.parent / scripts[0]).resolve() == mathjax.resolve()

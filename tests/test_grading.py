@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import fcntl
 import html
+import json
 import os
 import re
 import subprocess
@@ -19,9 +20,11 @@ import nbformat
 import pytest
 
 from autograder.chapters import Chapter, all_chapters
+from autograder.execute import GuardedExecute
 from autograder.intake import STUDENT_ID
-from autograder.limits import chapter_limits
+from autograder.limits import chapter_limits, notebook_budget
 from autograder.report import NOT_ATTEMPTED, WRITTEN_EMPTY, WRITTEN_PENDING, collect, failure_reason, write_report
+from course.protocol import STATUS_DIR, status_name
 from mutants import mutants_for
 from submissions import apply_edits, as_module, cells_of, mutated, solution_sources, solved, student_notebook, verdicts, write
 
@@ -34,6 +37,8 @@ GRADED_MUTANTS = [pytest.param(ch, m, marks=pytest.mark.xdist_group(ch.id), id=f
                   for ch, m in MUTANTS]
 _results: dict[str, "Graded"] = {}
 STUB, SOLUTION = "stub", "solution"
+#: a stub whose every function loops forever, graded with the chapter of the largest time budget
+LOOPING, SLOWEST = "every-function-loops", max(CHAPTERS, key=notebook_budget)
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ def _grade_chapter(ch, base: Path) -> None:
     write(nbformat.read(ch.student, as_version=4), subs, STUB, ch)
     importer = {gid: f"from course.reference.{ch.topic} import *" for gid in solution_sources(ch)}
     write(student_notebook(ch, importer), subs, "imports-reference", ch)
+    if ch.id == SLOWEST.id:
+        write(looping_stub(ch), subs, LOOPING, ch)
     for m in mutants_for(ch.topic):
         write(mutated(ch, m), subs, slug(m.name), ch)
     subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(base / "out")],
@@ -175,6 +182,33 @@ def _seconds(cell) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
+def looping_stub(ch: Chapter) -> nbformat.NotebookNode:
+    """The released notebook with every stub's ``raise NotImplementedError()`` an endless loop."""
+    nb = nbformat.read(ch.student, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = re.sub(r"^(\s*)raise NotImplementedError\(\)", r"\1while True:\n\1    pass",
+                                 cell.source, flags=re.M)
+            assert "while True" in cell.source, cell.source
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group(SLOWEST.id)
+def test_a_notebook_whose_every_function_loops_costs_its_budget_not_a_cell_limit_per_cell(tmp_path_factory):
+    """On the chapter with the largest budget, a notebook whose every function loops forever is
+    stopped when its budget is spent (plus a kernel's grace after the interrupt), scoring 0."""
+    ch = SLOWEST
+    result = graded(ch, tmp_path_factory)
+    note = json.loads((result.out / "nbgrader" / STATUS_DIR / status_name(LOOPING, ch.id)).read_text())
+    budget = chapter_limits(ch).notebook_seconds
+    assert budget <= 90, f"{ch.id}'s budget of {budget} s is no longer about a minute"
+    assert note["seconds"] <= budget + GuardedExecute.interrupt_grace_seconds.default_value + 5, note
+    assert note["cells_not_run"], note
+    row = result.rows[LOOPING]
+    assert float(row["score"]) == 0 and "time budget" in row["status"], row
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("ch", GRADED)
 def test_cell_limits_are_a_generous_multiple_of_the_reference_cells_times(ch, tmp_path_factory):
@@ -191,6 +225,8 @@ def test_cell_limits_are_a_generous_multiple_of_the_reference_cells_times(ch, tm
     limits = chapter_limits(ch)
     assert limits.test_cell_seconds >= GENEROUS * slowest["test"], (limits, slowest)
     assert limits.cell_seconds >= GENEROUS * max(slowest.values()), (limits, slowest)
+    whole = json.loads((out / "nbgrader" / STATUS_DIR / status_name(SOLUTION, ch.id)).read_text())["seconds"]
+    assert whole <= limits.notebook_seconds / 1.5, f"the reference ran {whole} s of its {limits.notebook_seconds} s budget"
     print(f"{ch.id}: slowest test cell {slowest['test']:.1f} s (limit {limits.test_cell_seconds} s), "
           f"slowest other cell {slowest['any']:.1f} s (limit {limits.cell_seconds} s)")
 

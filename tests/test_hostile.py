@@ -9,6 +9,7 @@ a copy of that batch's output.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -23,12 +24,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import sandbox
+from autograder.chapters import ROOT
 from autograder.course_folder import is_finished
-from course.protocol import STATUS_DIR, status_name
-from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, STUBBORN, WALL_TIMEOUT, Paths, write_batch
+from autograder.manual import formgrader_command
+from autograder.nbgrader_commands import nbgrader_env
+from course.protocol import JUPYTER_DIR, STATUS_DIR, kernel_name, status_name
+from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, PLANTED, STUBBORN, WALL_TIMEOUT, Paths, write_batch
 from test_grading import grade_cells
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile"), pytest.mark.skipif(
@@ -38,7 +43,7 @@ CANARY = "nothing may write here\n"
 REFERENCE_LINE = "return x @ W + b"  # the solution's answer line
 #: the isolation probe's findings that are not attempts, and the attempts the sandbox allows
 PROBE_FACTS = {"uid", "processes", "limits"}
-PROBE_ALLOWED = {"write own folder", "write /tmp"}
+PROBE_ALLOWED = {"write own folder", "write /tmp", "write /dev/shm"}
 
 
 @dataclass
@@ -104,6 +109,17 @@ def status_note(batch: Batch, student: str) -> dict:
     return json.loads((batch.paths.course / STATUS_DIR / status_name(student, CH.id)).read_text())
 
 
+def printed(batch: Batch, student: str, label: str) -> str:
+    """What a student's cell printed after `label` (the graded notebook is all that outlives a kernel)."""
+    nb = nbformat.read(batch.paths.autograded(student) / f"{CH.id}.ipynb", as_version=4)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            for line in out.get("text", "").splitlines():
+                if line.startswith(label):
+                    return line[len(label):].strip()
+    raise AssertionError(f"{student}'s notebook printed no {label!r}")
+
+
 # ----------------------------------------------------------- every case ---
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.student)
@@ -127,11 +143,12 @@ def test_every_student_has_exactly_one_row(batch):
 
 def test_isolation_probe_reached_nothing(batch):
     course = batch.paths.course
-    findings = json.loads((batch.paths.autograded("x-isolation-probe") / "findings.json").read_text())
+    findings = json.loads(printed(batch, "x-isolation-probe", "findings:"))
     for target in (course / ".grading-secret", course / "gradebook.db", CH.solution, CH.reference_module,
                    batch.paths.autograded(HONEST) / f"{CH.id}.ipynb"):
         assert target.exists(), f"{target} must exist for its 'denied' to mean something"
     assert PROBE_ALLOWED < set(findings) and "read grading secret" in findings, sorted(findings)
+    assert any(label.startswith("read inherited ") for label in findings), "the kernel inherited no file to try"
     for label, seen in findings.items():  # every attempt the probe made, whatever its label
         if label not in PROBE_FACTS:
             assert seen.startswith("allowed" if label in PROBE_ALLOWED else "denied"), (label, seen)
@@ -147,9 +164,9 @@ def test_no_kernel_outlives_grading(batch):
 
 
 def test_process_and_memory_limits_held(batch):
-    processes = int((batch.paths.autograded("fork-bomb") / "processes.txt").read_text())
+    processes = int(printed(batch, "fork-bomb", "processes:"))
     assert processes <= sandbox.PROCESSES + 2  # + bwrap's init and timeout, which run as root
-    allocated = int((batch.paths.autograded("memory-bomb") / "allocated.txt").read_text())
+    allocated = int(printed(batch, "memory-bomb", "allocated:"))
     assert 0 < allocated < sandbox.MEMORY_BYTES
 
 
@@ -165,6 +182,87 @@ def test_nothing_escapes_through_links(batch):
         for name in dirs + files:
             mode = os.lstat(os.path.join(folder, name)).st_mode
             assert stat.S_ISDIR(mode) or stat.S_ISREG(mode), os.path.join(folder, name)
+
+
+def test_what_a_kernel_writes_stays_in_its_scratch_folder(batch):
+    """The graded notebook's folder and the feedback hold only what nbgrader writes: no file a
+    kernel wrote (planted modules, checkpoints, the probe folder) is left beside them."""
+    for student, row in batch.rows.items():
+        if row["status"].startswith("graded"):
+            assert sorted(p.name for p in batch.paths.autograded(student).iterdir()) == [f"{CH.id}.ipynb"], student
+    assert not list(batch.paths.course.glob(f"{sandbox.CGROUP_PARENT}*")), "nothing else lands in the course folder"
+    assert not batch.paths.ran.exists(), batch.paths.ran.read_text()
+
+
+def test_modules_planted_where_python_starts_never_run(batch, tmp_path):
+    """Python started by the grader (its kernelspec) or by the formgrader (a notebook's kernel,
+    from the graded notebook's folder) in a folder holding planted modules runs none of them."""
+    folder = tmp_path / "planted"
+    for name in PLANTED:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(f"open({str(batch.paths.ran)!r}, 'a').write(__name__ + '\\n')\n")
+    spec = json.loads((batch.paths.course / JUPYTER_DIR / "kernels" / kernel_name(CH.id) / "kernel.json").read_text())
+    grading = [a if a != "{connection_file}" else "--help" for a in spec["argv"]]
+    _, _, formgrader_env = formgrader_command(batch.paths.out)
+    for argv, env in ((grading, {**nbgrader_env(batch.paths.course), **spec["env"]}),
+                      ([sys.executable, "-m", "ipykernel_launcher", "--help"], {**os.environ, **formgrader_env})):
+        proc = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not batch.paths.ran.exists(), batch.paths.ran.read_text()
+
+
+def test_a_kernel_gets_its_fair_share_of_the_cpu_beside_a_busy_one(tmp_path):
+    """Two sandboxed kernels side by side, one spinning four processes, one spinning one: with a CPU
+    cgroup per kernel each gets about half of what they share (without, the busy one takes 4/5)."""
+    if not sandbox.cpu_groups_available():
+        pytest.skip("no CPU cgroup controller this process may use")
+    with _without_autogroups():  # which would share the CPU out per session (and bwrap starts one) anyway
+        busy, single = _spin_side_by_side(tmp_path)
+    assert single >= 0.5 * busy, f"the single process got {single:.2f} s of CPU, the four {busy:.2f} s"
+
+
+AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+@contextlib.contextmanager
+def _without_autogroups():
+    """Switch the scheduler's per-session groups off for a while, where they are on (root only)."""
+    before = AUTOGROUP.read_text() if AUTOGROUP.exists() else None
+    try:
+        if before is not None:
+            AUTOGROUP.write_text("0")
+        yield
+    finally:
+        if before is not None:
+            AUTOGROUP.write_text(before)
+
+
+def _spin_side_by_side(tmp_path: Path) -> tuple[float, float]:
+    """CPU seconds of a sandboxed kernel spinning four processes, and of one spinning one, run together
+    for three seconds, each in the CPU cgroup a kernel gets."""
+    spin = ("import os, time\n"
+            "def spin():\n"
+            "    end = time.monotonic() + 3\n"
+            "    while time.monotonic() < end: pass\n"
+            "kids = []\n"
+            "for _ in range({n} - 1):\n"
+            "    kids.append(os.fork())\n"
+            "    if kids[-1] == 0: spin(); os._exit(0)\n"
+            "spin(); [os.waitpid(k, 0) for k in kids]\n"
+            "t = os.times(); print(t.user + t.system + t.children_user + t.children_system)")
+    launcher = ("import os, sys; from autograder import sandbox\n"
+                "sandbox.cpu_group(sys.argv[1])\n"
+                "os.execvp(sys.argv[2], sys.argv[2:])")
+    procs = []
+    for name, processes in (("busy", 4), ("single", 1)):
+        command = sandbox.bwrap_command(tmp_path, None, [sandbox.inside_python(), "-c", spin.format(n=processes)],
+                                        sockets=None, wall=60)
+        procs.append(subprocess.Popen([sys.executable, "-c", launcher, f"fairness-{name}-{os.getpid()}", *command],
+                                      stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
+    busy, single = (float(p.communicate(timeout=60)[0]) for p in procs)
+    for name in ("busy", "single"):
+        sandbox.remove_cpu_group(sandbox.cpu_group_of(Path(f"fairness-{name}-{os.getpid()}")), wait=2)
+    return busy, single
 
 
 # -------------------------------------------------------------- feedback ---

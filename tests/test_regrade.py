@@ -4,7 +4,9 @@ limits, and the digests that decide what a second run grades again."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -16,10 +18,18 @@ from autograder import sandbox
 from autograder.chapters import ROOT, all_chapters, course_files, get_chapter
 from autograder.course_folder import Course
 from autograder.fingerprint import GRADER_FILES, judging_digest
-from autograder.limits import Limits, chapter_limits, limits_from_metadata
+from autograder.limits import (
+    BUDGET_MULTIPLE,
+    BUDGET_START_SECONDS,
+    REFERENCE_SECONDS_FILE,
+    Limits,
+    chapter_limits,
+    limits_from_metadata,
+    notebook_budget,
+)
 from autograder.nbconfig import nbgrader_config, write_config
 from autograder.secret import course_secret, default_secret_path
-from course.protocol import CONFIG_FILE, JUPYTER_DIR, PROBE_DIRNAME, PROBE_SEED_FILE, SECRET_ENV
+from course.protocol import CONFIG_FILE, JUPYTER_DIR, PROBE_DIRNAME, SECRET_ENV
 from mutants.introduction import MUTANTS
 from submissions import mutated, solved, write
 
@@ -68,14 +78,26 @@ def test_malformed_limits_are_refused(grading):
 
 
 def test_command_line_time_limits_override_the_chapters():
-    assert chapter_limits(CH) == Limits()  # chapter 0 keeps the defaults
-    assert chapter_limits(CH, cell_seconds=7) == Limits(cell_seconds=7, test_cell_seconds=7)  # never above a cell's
-    assert chapter_limits(CH, 70, 700) == Limits(70, 700)
-    assert chapter_limits(CH, 7, 70) == Limits(7, 70, test_cell_seconds=7)
+    budget = notebook_budget(CH)
+    assert chapter_limits(CH) == Limits(notebook_seconds=budget)  # chapter 0 keeps the defaults
+    assert chapter_limits(CH, cell_seconds=7) == Limits(cell_seconds=7, test_cell_seconds=7,  # never above a cell's
+                                                        notebook_seconds=budget)
+    assert chapter_limits(CH, 70, 700) == Limits(70, 700, notebook_seconds=budget)
+    assert chapter_limits(CH, 7, 30) == Limits(7, 30, test_cell_seconds=7, notebook_seconds=30)  # nor the wall's
+
+
+def test_a_notebooks_budget_is_a_multiple_of_its_references_recorded_time_plus_a_start():
+    recorded = json.loads(REFERENCE_SECONDS_FILE.read_text())
+    assert set(recorded) == {ch.id for ch in all_chapters()}, "record every chapter's reference time"
+    for ch in all_chapters():
+        assert notebook_budget(ch) == BUDGET_START_SECONDS + math.ceil(BUDGET_MULTIPLE * recorded[ch.id])
+    own = limits_from_metadata({"course": {"grading": {"notebook_seconds": 99}}})
+    assert own.notebook_seconds == 99  # a chapter may set its own
 
 
 def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
-    limits = Limits(cell_seconds=11, wall_seconds=1234, memory_bytes=3 * 2**30, test_cell_seconds=9)
+    limits = Limits(cell_seconds=11, wall_seconds=1234, memory_bytes=3 * 2**30, test_cell_seconds=9,
+                    notebook_seconds=77)
     course = Course(tmp_path, CH)
     kernel = course.write_kernelspec(use_sandbox=True, limits=limits)
     argv = json.loads((course.root / JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["argv"]
@@ -83,7 +105,7 @@ def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
     write_config(course.root, nbgrader_config(course.root, tmp_path / "secret", kernel, limits))
     config = json.loads((course.root / CONFIG_FILE).read_text())
     assert config["Execute"]["timeout"] == 11 and config["GuardedExecute"]["wall_seconds"] == 1234
-    assert config["GuardedExecute"]["test_cell_seconds"] == 9
+    assert config["GuardedExecute"]["test_cell_seconds"] == 9 and config["GuardedExecute"]["notebook_seconds"] == 77
     assert config["GuardedExecute"]["kernel_name"] == kernel
     assert config["PrepareProbes"]["secret_file"] == config["JudgeChecks"]["secret_file"] == str(tmp_path / "secret")
 
@@ -128,7 +150,7 @@ def _grade(subs, out, *extra: str, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path):
-    from course.checks.framework import seed_for
+    from course.checks.framework import get_check, seed_for
 
     subs, secret = tmp_path / "submitted", tmp_path / "instructor" / "grading-secret"
     students = {"solution": solved(CH), "bias-forgotten": mutated(CH, MUTANTS[0]),
@@ -152,10 +174,21 @@ def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path)
     assert grades.count(",graded") == len(students), grades  # every notebook graded, not failed alike
     for name in ("grades.csv", "exercises.csv"):
         assert (tmp_path / "out1" / name).read_text() == (tmp_path / "out2" / name).read_text(), name
-    for student in students:  # the hidden cases were the same: drawn from the course's secret
-        seeds = {(tmp_path / out / "nbgrader" / "autograded" / student / CH.id / PROBE_DIRNAME /
-                  PROBE_SEED_FILE).read_text() for out in ("out1", "out2")}
-        assert seeds == {str(seed_for(secret.read_bytes(), student, CH.id))}, student
+    for student in students:  # the same verdicts, and the probe folder removed once read
+        folders = [tmp_path / out / "nbgrader" / "autograded" / student / CH.id for out in ("out1", "out2")]
+        assert _verdicts(folders[0]) == _verdicts(folders[1]), student
+        assert not any((f / PROBE_DIRNAME).exists() for f in folders), student
+    # the hidden cases were drawn from the course's secret: the failed ones shown are among them
+    drawn = get_check("introduction.linear_rows").make_cases(True, seed_for(secret.read_bytes(), "bias-forgotten", CH.id))
+    shown = re.findall(r"case '([^']*)'", _verdicts(tmp_path / "out1" / "nbgrader" / "autograded" / "bias-forgotten" / CH.id))
+    assert shown and set(shown) <= {c.label for c in drawn}, shown
+
+
+def _verdicts(folder) -> str:
+    """The judge's reports in a graded notebook's test cells."""
+    nb = nbformat.read(folder / f"{CH.id}.ipynb", as_version=4)
+    return "".join(out.get("text", "") for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+                   for out in c.get("outputs", []))
 
 
 def test_kernel_sockets_get_a_short_folder_when_the_course_folder_is_deep(tmp_path):

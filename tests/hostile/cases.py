@@ -50,6 +50,11 @@ class Paths:
     port: int  # a TCP port listening on the grader's machine
 
     @property
+    def ran(self) -> Path:
+        """Where a planted module notes that it ran (outside the sandbox: only there can it write it)."""
+        return self.out.parent / "planted-modules-ran.txt"
+
+    @property
     def course(self) -> Path:
         return self.out / "nbgrader"
 
@@ -269,14 +274,17 @@ try:
     os.remove("00_introduction.ipynb")  # so that the grader writes through a link
 except OSError as err:
     print("cannot replace the notebook:", err)
-os.symlink("{canary}", "00_introduction.link")
-os.mkfifo("a-fifo")
-os.makedirs("deep/er")
-os.symlink("/", "deep/er/root")
+probes = os.environ["COURSE_PROBE_DIR"]  # the one folder the kernel shares with the grader
+os.symlink("{canary}", os.path.join(probes, "00_introduction.link"))
+os.mkfifo(os.path.join(probes, "a-fifo"))
+os.makedirs(os.path.join(probes, "deep/er"))
+os.symlink("/", os.path.join(probes, "deep/er/root"))
 '''
 
 ISOLATION_PROBE = '''
 import json, os, resource, socket, subprocess, time
+
+FOUND = "findings:"
 
 findings = {{}}
 
@@ -300,6 +308,12 @@ attempt("connect 127.0.0.1:{port}", lambda: socket.create_connection(("127.0.0.1
 attempt("connect 1.1.1.1:53", lambda: socket.create_connection(("1.1.1.1", 53), timeout=3))
 attempt("resolve pypi.org", lambda: socket.getaddrinfo("pypi.org", 443))
 attempt("signal pid 1", lambda: os.kill(1, 0))
+for fd in os.listdir("/proc/self/fd"):  # files the kernel inherited (the grader's log?), opened anew to read
+    target = os.readlink("/proc/self/fd/" + fd) if os.path.islink("/proc/self/fd/" + fd) else ""
+    inside = os.path.exists(target) and target.startswith(("/tmp", "/submission"))  # the sandbox's own
+    if target.startswith("/") and not target.startswith(("/dev/", "/opt", "/usr", "/proc")) and not inside:
+        attempt("read inherited " + target, lambda fd=fd: os.read(os.open("/proc/self/fd/" + fd, os.O_RDONLY | os.O_NONBLOCK), 16))
+attempt("read the sandbox's starting environment", lambda: open("/proc/1/environ", "rb").read(16))
 def fill(path, size):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
     try:
@@ -322,8 +336,7 @@ if os.fork() == 0:  # a daemon that tries to outlive grading
     if os.fork() == 0:
         time.sleep(3600)
     os._exit(0)
-with open("findings.json", "w") as f:
-    json.dump(findings, f, indent=1)
+print(FOUND, json.dumps(findings))  # the graded notebook is all that outlives the kernel
 '''
 
 FORK_BOMB = '''
@@ -336,8 +349,7 @@ if os.fork() == 0:
         except OSError:
             pass
 time.sleep(3)
-with open("processes.txt", "w") as f:
-    f.write(str(len([p for p in os.listdir("/proc") if p.isdigit()])))
+print("processes:", len([p for p in os.listdir("/proc") if p.isdigit()]))
 '''
 
 KILL_EVERYTHING = '''
@@ -403,8 +415,7 @@ try:
         chunks.append(np.empty(2**28, np.uint8))  # 256 MiB each, until the address space runs out
 except MemoryError:
     pass
-with open("allocated.txt", "w") as f:
-    f.write(str(len(chunks) * 2**28))
+print("allocated:", len(chunks) * 2**28)
 chunks.clear()
 '''
 
@@ -415,6 +426,42 @@ for i in range(20_000):  # 20 MB in many messages
     print(f"{i:>8}", "x" * 1000)
 sys.stdout.write("y" * 50_000_000)  # one message larger than the grader accepts
 sys.stdout.flush()
+'''
+
+EVERY_CORE = '''
+import os
+import torch
+
+torch.set_num_threads(64)  # "train on every core" of a 64-core grading node
+x = torch.randn(256, 256)
+for _ in range(5):
+    x = (x @ x).tanh()
+'''
+
+TRAINING_HABITS = '''
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+data = TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
+for step, (x, y) in enumerate(DataLoader(data, batch_size=16, num_workers=2, shuffle=True)):
+    print(f"\\rstep {{step + 1}}/4", end="")  # a progress bar
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = x @ torch.randn(8, 3)
+torch.save({{"step": step, "out": out}}, "checkpoint.pt")
+assert torch.load("checkpoint.pt")["step"] == 3
+torch.set_default_dtype(torch.float64)  # to check gradients by hand, say
+'''
+
+#: modules a later Python started in the graded notebook's folder would import instead of the real ones
+PLANTED = ["ipykernel_launcher.py", "autograder/__init__.py", "autograder/sandbox.py", "course/__init__.py",
+           "nbgrader/__init__.py", "sitecustomize.py"]
+PLANT_MODULES = '''
+import os
+
+for name in {planted}:
+    os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
+    with open(name, "w") as f:
+        f.write("open({ran!r}, 'a').write(__name__ + '\\\\n')\\n")
 '''
 
 STDERR_WARNING = CORRECT + '''
@@ -507,7 +554,7 @@ def _paths(paths: Paths) -> dict[str, object]:
             "canary": paths.canary, "out": paths.out, "course": course, "port": paths.port,
             "reads": repr({k: str(v) for k, v in reads.items()}),
             "listings": repr({k: str(v) for k, v in listings.items()}),
-            "big": FILE_BYTES + 1, "tmp_big": TMP_BYTES + 1}
+            "big": FILE_BYTES + 1, "tmp_big": TMP_BYTES + 1, "planted": repr(PLANTED), "ran": str(paths.ran)}
 
 
 def _renamed_grade_id(nb: NotebookNode) -> None:
@@ -528,6 +575,8 @@ CASES = [
     Case("honest-partial", 1.0, GRADED, _with(PARTIAL)),
     Case("honest-stderr-warning", 2.0, GRADED, _with(STDERR_WARNING)),
     Case("honest-stray-error", 2.0, GRADED, _with(CORRECT, before="1 / 0  # a scratch cell left broken")),
+    Case("honest-every-core", 2.0, GRADED, _with(CORRECT, before=EVERY_CORE)),
+    Case("honest-training-habits", 2.0, GRADED, _with(CORRECT, before=filled(TRAINING_HABITS))),
     # forged verdicts
     Case("forge-allclose", 0.0, GRADED, _with(PATCH_COMPARISONS)),
     Case("forge-always-equal", 0.0, GRADED, _with(ALWAYS_EQUAL)),
@@ -544,6 +593,7 @@ CASES = [
     # the sandbox's walls
     Case("x-isolation-probe", 2.0, GRADED, _with(CORRECT, before=filled(ISOLATION_PROBE))),
     Case("x-escape-by-links", 2.0, f"graded (3 {LINKS_REMOVED})", _with(CORRECT, after=filled(ESCAPE_BY_LINKS))),
+    Case("x-plant-modules", 2.0, GRADED, _with(CORRECT, after=filled(PLANT_MODULES))),
     # broken notebooks
     Case("bad-json", 0.0, "invalid notebook: NotJSONError", files({f"{CH.id}.ipynb": '{"cells": [ not json'})),
     Case("dup-grade-id", 2.0, f"graded (grading metadata removed from a cell with duplicate grade_id '{TEST}')",
