@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .chapters import all_chapters
+from .feedback import install_mathjax
 from .report import write_report
 from .results import Row, read_rows, refresh, write_csvs
 
@@ -82,6 +83,8 @@ def merge(out: Path, shards: list[Path], db_url: str | None = None) -> list[Row]
         _copy_files(shard / "feedback" / student / chapter, out / "feedback" / student / chapter, "*.html")
         _copy_files(shard / "nbgrader" / "autograded" / student / chapter,  # the report's failure reasons
                     out / "nbgrader" / "autograded" / student / chapter, "*.ipynb")
+    if origin:
+        install_mathjax(out / "feedback")  # the pages load it by a relative path
     write_csvs(out, rows, cells)
     if db_url:
         rows = refresh(out, db_url)

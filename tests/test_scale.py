@@ -161,6 +161,7 @@ def test_two_shards_on_one_postgresql_gradebook_merge_into_the_sequential_grades
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_results(merged, sequential.out)
     assert (merged / "report" / "index.html").is_file()
+    assert (merged / "feedback" / "_assets" / "mathjax").is_dir(), "merged feedback pages would show raw TeX"
 
 
 @pytest.mark.slow
