@@ -9,9 +9,10 @@ given a causal mask), and ``nn.Transformer`` for the whole model; masks are expa
 (`_shared.layer64`, `decoder64`), on the course's module layout built from chapters 5-7's pieces.
 
 One module per exercise: `causal_mask` (8.1), `decoder_layer` (8.2), `decoder_stack` (8.3),
-`transformer` (8.4); `_shared` holds the layout, the twins, the masks and the written-out decoder.
+`transformer` (8.4), and `decoder_dropout` (8.2's dropouts, in training mode); `_shared` holds the layout,
+the twins, the masks and the written-out decoder.
 """
 
-from . import causal_mask, decoder_layer, decoder_stack, transformer
+from . import causal_mask, decoder_dropout, decoder_layer, decoder_stack, transformer
 
-__all__ = ["causal_mask", "decoder_layer", "decoder_stack", "transformer"]
+__all__ = ["causal_mask", "decoder_dropout", "decoder_layer", "decoder_stack", "transformer"]

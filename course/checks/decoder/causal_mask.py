@@ -1,4 +1,6 @@
-"""8.1: causal_mask(n, dtype, device); oracle: ``nn.Transformer.generate_square_subsequent_mask``."""
+"""8.1: causal_mask(n, dtype, device); oracle: ``nn.Transformer.generate_square_subsequent_mask``.
+The `device` clause is tested with PyTorch's ``meta`` device, which every machine has (a CPU-only grader
+included): a meta tensor has a shape, a dtype and a device but no values, so those cases compare a summary."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import torch
 from torch import nn
 
 from .. import kit
-from ..framework import Case, Check, Mistake, register
+from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import variant
 
 _FORBID = ("torch.nn.Transformer.generate_square_subsequent_mask",)
@@ -19,8 +21,27 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(4, {}), (1, {}), (3, {"dtype": torch.float64})] if not hidden else [
         (int(rng.integers(5, 9)), {}), (2, {}), (1, {}), (7, {"dtype": torch.float64}), (5, {"dtype": torch.float16}),
         (6, {"device": torch.device("cpu")}), (3, {"dtype": torch.float64, "device": "cpu"}), (64, {}),
-        (0, {}), (-2, {})]
-    return [Case(f"n = {n}" + "".join(f", {k}={v}" for k, v in kw.items()), (n,), kw) for n, kw in specs]
+        (0, {}), (-2, {}), (5, {"device": torch.device("meta")}), (4, {"dtype": torch.float64, "device": "meta"})]
+    if not hidden:
+        specs.append((3, {"device": "meta"}))
+    return [Case(f"n = {n}" + "".join(f", {k}={v!r}" if k == "device" else f", {k}={v}" for k, v in kw.items()),
+                 (n,), kw) for n, kw in specs]
+
+
+def _on_meta(case: Case) -> bool:
+    return torch.device(case.kwargs.get("device") or "cpu").type == "meta"
+
+
+def _summary(out: Any) -> Any:
+    """What can be compared of a tensor on the meta device: where it lives, its shape and dtype."""
+    if isinstance(out, torch.Tensor):
+        return {"device": out.device.type, "shape": tuple(out.shape), "dtype": str(out.dtype)}
+    return out
+
+
+def _call(fn: Any, case: Case) -> Any:
+    out = fn(*case.args, **case.kwargs)
+    return _summary(out) if _on_meta(case) else out
 
 
 def _mask(case: Case, *, diagonal: int = 1, past: bool = False, fill: Any = "-inf", keep_dtype: bool = True,
@@ -31,6 +52,8 @@ def _mask(case: Case, *, diagonal: int = 1, past: bool = False, fill: Any = "-in
     n = case.args[0]
     if n < 1:
         return kit.raises("n must be at least 1")
+    if _on_meta(case):
+        return NOT_APPLICABLE  # no values to tell these mistakes apart on the meta device
     dtype = case.kwargs.get("dtype", torch.float32) if keep_dtype else torch.float32
     hidden = torch.ones(n, n, dtype=torch.bool)
     hidden = hidden.tril(-diagonal) if past else hidden.triu(diagonal)
@@ -45,7 +68,15 @@ def _oracle(case: Case) -> Any:
     n = case.args[0]
     if n < 1:
         return kit.raises("n must be at least 1")
-    return nn.Transformer.generate_square_subsequent_mask(n, dtype=case.kwargs.get("dtype", torch.float32))
+    mask = nn.Transformer.generate_square_subsequent_mask(n, dtype=case.kwargs.get("dtype", torch.float32),
+                                                          device=case.kwargs.get("device"))
+    return _summary(mask) if _on_meta(case) else mask
+
+
+def _device_ignored(case: Case) -> Any:
+    """The mask made on the default device (CPU) whatever `device` says."""
+    n = case.args[0]
+    return _summary(torch.empty(n, n, dtype=case.kwargs.get("dtype", torch.float32)))
 
 
 _MISTAKES = [
@@ -63,11 +94,14 @@ _MISTAKES = [
             "visible, -inf where it is hidden.", variant(_mask, kind="bool")),
     Mistake("Did you return a 0/1 mask? It is added to the scores, so hidden entries must be -inf, "
             "visible ones 0.", variant(_mask, kind="0/1")),
+    Mistake("Did you ignore the device argument? Create the mask on `device` (torch.zeros(..., device=device) "
+            "and the like); the tests ask for PyTorch's meta device, which every machine has.",
+            kit.unless(lambda case: _on_meta(case) and case.args[0] >= 1, _device_ignored)),
 ]
 
 register(
     __name__,
-    Check(name="causal_mask", cases=_cases, expected=_oracle, mistakes=_MISTAKES, forbid=_FORBID,
+    Check(name="causal_mask", cases=_cases, expected=_oracle, call=_call, mistakes=_MISTAKES, forbid=_FORBID,
           hint="Return an (n, n) tensor of the requested dtype (float32 by default) and device: 0 on and below "
                "the diagonal, -inf above it (row i = query i, column j = key j, hidden when j > i); raise "
                "ValueError when n < 1."),

@@ -156,6 +156,7 @@ def _cross_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         {"b": 2, "nt": 7, "d": 8, "h": 2, "ff": 16, "mem": None},
         {"b": 2, "nt": 3, "ns": 4, "d": 8, "h": 2, "ff": 16, "tgt": "none", "mem": None},
         {"b": 2, "nt": 4, "d": 8, "h": 2, "ff": 16, "memory_given": False},
+        {"b": 2, "nt": 4, "ns": 5, "d": 8, "h": 2, "ff": 16, "tgt": "none"},  # tgt_mask left out, memory_mask given
     ]
     return [layer_case(rng, **s) for s in specs]
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
@@ -100,25 +101,40 @@ _MISTAKES = [
 # --------------------------------------------------------------- layout ---
 
 def _layout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(2, 8, 2, 16, True), (3, 8, 2, 16, False)] if not hidden else [
-        (1, 12, 3, 20, True), (4, 8, 4, 8, True), (6, 16, 2, 32, False), (2, 6, 1, 6, True)]
-    return [Case(f"a new Decoder({n}, {d}, {h}, {ff}, cross_attention={c})", (n, d, h, ff), {"cross_attention": c})
-            for n, d, h, ff, c in specs]
+    specs = [(2, 8, 2, 16, True, None), (3, 8, 2, 16, False, None), (2, 8, 2, 16, True, 0.1)] if not hidden else [
+        (1, 12, 3, 20, True, None), (4, 8, 4, 8, True, None), (6, 16, 2, 32, False, None), (2, 6, 1, 6, True, None),
+        (3, 8, 2, 16, True, 0.3), (2, 8, 2, 16, False, 0.2)]
+    return [Case(f"a new Decoder({n}, {d}, {h}, {ff}" + ("" if p is None else f", dropout={p}") +
+                 f", cross_attention={c})", (n, d, h, ff), {"cross_attention": c} | ({} if p is None else {"dropout": p}))
+            for n, d, h, ff, c, p in specs]
+
+
+_P = "the dropout probabilities of its nn.Dropout modules"
+
+
+def _dropout_ps(module: Any) -> list[float]:
+    return sorted({float(m.p) for m in module.modules() if isinstance(m, nn.Dropout)})
 
 
 def _call_layout(cls: Any, case: Case) -> dict:
     module = kit.build(cls, *case.args, **case.kwargs)
-    return {"parameters": kit.parameter_table(module), "number of layers": len(module.layers)}
+    report = {"parameters": kit.parameter_table(module), "number of layers": len(module.layers)}
+    if "dropout" in case.kwargs:
+        report[_P] = _dropout_ps(module)
+    return report
 
 
-def _layout(case: Case, shared: bool = False, norm: bool = True) -> Any:
+def _layout(case: Case, shared: bool = False, norm: bool = True, dropout_passed: bool = True) -> Any:
     n = case.args[0]
-    if shared and n < 2:
+    if shared and n < 2 or not dropout_passed and "dropout" not in case.kwargs:
         return NOT_APPLICABLE
     table = kit.parameter_table(SkeletonDecoder(*case.args, cross_attention=case.kwargs["cross_attention"]))
     keep = {k: v for k, v in table.items() if (norm or not k.startswith("norm."))
             and not (shared and k.startswith("layers.") and not k.startswith("layers.0."))}
-    return {"parameters": keep, "number of layers": n}
+    report = {"parameters": keep, "number of layers": n}
+    if "dropout" in case.kwargs:
+        report[_P] = [case.kwargs["dropout"] if dropout_passed else 0.0]
+    return report
 
 
 _LAYOUT_MISTAKES = [
@@ -126,6 +142,8 @@ _LAYOUT_MISTAKES = [
             "needs its own weights: create a new DecoderLayer for each.", kit.variant(_layout, shared=True)),
     Mistake("Did you forget the final norm? The decoder holds self.norm = LayerNorm(d_model) after its layers.",
             kit.variant(_layout, norm=False)),
+    Mistake("Did you pass dropout on to the layers? Each is DecoderLayer(d_model, num_heads, d_ff, dropout, "
+            "cross_attention).", kit.variant(_layout, dropout_passed=False)),
 ]
 
 register(

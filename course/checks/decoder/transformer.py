@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from .. import kit
-from ..framework import Case, Check, Mistake, register
+from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import randn
 from ..twins import torch_attn_mask
 from ._shared import (
@@ -29,18 +30,23 @@ _WHY = ("The model holds `encoder`, chapter 7's Encoder(num_encoder_layers, d_mo
 def _case(rng: np.random.Generator, *, b: int, ns: int, nt: int, d: int, h: int, ne: int, nd: int, ff: int,
           masks: str = "padding") -> Case:
     """masks: 'padding' (source padding as src_mask and memory_mask (batch, 1, n_src); causal + target
-    padding as tgt_mask), 'causal' (tgt_mask (n_tgt, n_tgt) only)."""
+    padding as tgt_mask), 'causal' (tgt_mask (n_tgt, n_tgt) only), 'src only' / 'memory only' (as 'padding'
+    with memory_mask / src_mask left out: a default must not be borrowed from the other)."""
     weights = weights_for(SkeletonTransformer(d, h, ne, nd, ff), rng)
     kwargs: dict[str, Any] = {"src": randn(rng, b, ns, d), "tgt": randn(rng, b, nt, d)}
-    if masks == "padding":
+    if masks != "causal":
         src_pad = kit.padding_mask(lengths_for(rng, b, ns), ns)
         kwargs["src_mask"] = src_pad
         kwargs["tgt_mask"] = kit.causal_mask(nt) + kit.padding_mask(lengths_for(rng, b, nt), nt)
         kwargs["memory_mask"] = src_pad
+        kwargs.pop({"src only": "memory_mask", "memory only": "src_mask"}.get(masks, ""), None)
     else:
         kwargs["tgt_mask"] = kit.causal_mask(nt)
     label = (f"Transformer({d}, {h}, {ne}, {nd}, {ff}): " + kit.describe(**kwargs)
-             + (" (source padding; causal + target padding)" if masks == "padding" else " (causal tgt_mask only)"))
+             + {"padding": " (source padding; causal + target padding)", "causal": " (causal tgt_mask only)",
+                "src only": " (source padding as src_mask only, memory_mask left out; causal + target padding)",
+                "memory only": " (source padding as memory_mask only, src_mask left out; causal + target padding)"}[
+                 masks])
     return Case(label, (), kwargs, meta={"config": (d, h, ne, nd, ff), "weights": weights})
 
 
@@ -51,6 +57,8 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         {"b": 2, "ns": 3, "nt": 6, "d": 8, "h": 4, "ne": 3, "nd": 2, "ff": 8},
         {"b": 2, "ns": 5, "nt": 5, "d": 16, "h": 4, "ne": 2, "nd": 2, "ff": 32, "masks": "causal"},
         {"b": 1, "ns": 2, "nt": 1, "d": 8, "h": 1, "ne": 1, "nd": 2, "ff": 8},
+        {"b": 2, "ns": 6, "nt": 4, "d": 8, "h": 2, "ne": 1, "nd": 1, "ff": 16, "masks": "src only"},
+        {"b": 2, "ns": 5, "nt": 3, "d": 8, "h": 2, "ne": 1, "nd": 1, "ff": 16, "masks": "memory only"},
     ]
     return [_case(rng, **s) for s in specs]
 
@@ -81,10 +89,16 @@ def _oracle(case: Case) -> Any:
 
 
 def _manual(case: Case, *, src_mask: bool = True, memory_mask: str = "memory", encoder: bool = True,
-            **knobs: Any) -> Any:
+            borrow: bool = False, **knobs: Any) -> Any:
     """The model in float64 (chapter 7's Encoder, `decoder64`); knobs: `src_mask=False` (the encoder gets no
-    mask), `memory_mask` ('memory', 'none'), `encoder=False` (the decoder attends to src itself)."""
+    mask), `memory_mask` ('memory', 'none'), `encoder=False` (the decoder attends to src itself), `borrow`
+    (a mask left out replaced by the other one given)."""
     kw = case.kwargs
+    if borrow:
+        if ("src_mask" in kw) == ("memory_mask" in kw):
+            return NOT_APPLICABLE
+        kw = {**kw, "src_mask": kw.get("src_mask", kw.get("memory_mask")),
+              "memory_mask": kw.get("memory_mask", kw.get("src_mask"))}
     M = loaded64(SkeletonTransformer(*case.meta["config"]), case.meta["weights"])
     with torch.no_grad():
         src = kw["src"].double()
@@ -102,19 +116,27 @@ _MISTAKES = [
             "cross-attention too.", kit.variant(_manual, memory_mask="none")),
     Mistake("Did you give the decoder the source itself instead of the encoder's output? memory = "
             "self.encode(src, src_mask), then decode(tgt, memory, ...).", numeric(kit.variant(_manual, encoder=False))),
+    Mistake("Did you fill in a mask that was left out with the other one? src_mask and memory_mask are separate "
+            "arguments, each None (no mask) unless given: do not borrow memory_mask from src_mask or the other "
+            "way round.", kit.variant(_manual, borrow=True)),
     Mistake("Did you forget the decoder's final norm? The output of decode is self.decoder's, which ends with "
             "its LayerNorm.", kit.variant(_manual, final_norm="none")),
 ]
 
 # ---------------------------------------------------------- encode, decode ---
 
+_P = "the dropout probabilities of the nn.Dropout modules of the same Transformer built with dropout=0.25"
+
+
 def _call_parts(cls: Any, case: Case) -> Any:
     module, kw = _build(cls, case), case.kwargs
 
     def forward(m: Any, memory: torch.Tensor) -> dict:
+        with_dropout = kit.build(cls, *case.meta["config"], dropout=0.25)
         return {"encode": m.encode(kw["src"], kw.get("src_mask")),
                 "decode": m.decode(kw["tgt"], memory, kw.get("tgt_mask"), kw.get("memory_mask")),
-                "parameters": kit.parameter_table(m)}
+                "parameters": kit.parameter_table(m),
+                _P: sorted({float(d.p) for d in with_dropout.modules() if isinstance(d, nn.Dropout)})}
     return kit.run_modes(module, forward, case.meta["memory"])
 
 
@@ -145,7 +167,8 @@ def _parts(case: Case, **knobs: Any) -> Any:
             dec = twin.decoder(kw["tgt"].double(), case.meta["memory"].double(), tgt_mask=masks["tgt_mask"],
                                memory_mask=masks["memory_mask"])
     table = kit.parameter_table(SkeletonTransformer(d, h, ne, nd, ff))
-    return kit.both_modes({"encode": enc.float(), "decode": dec.float(), "parameters": table})
+    ps = [0.25] if knobs.get("dropout_passed", True) else [0.0, 0.25]
+    return kit.both_modes({"encode": enc.float(), "decode": dec.float(), "parameters": table, _P: ps})
 
 
 register(
@@ -155,7 +178,10 @@ register(
                "memory_mask); encode runs self.encoder, decode runs self.decoder. No dropout at p = 0."),
     Check(name="transformer_encode_decode", cases=_parts_cases, expected=_parts, call=_call_parts,
           mistakes=[Mistake(_MISTAKES[0].hint, kit.variant(_parts, src_mask=False)),
-                    Mistake(_MISTAKES[1].hint, kit.variant(_parts, memory_mask="none"))],
+                    Mistake(_MISTAKES[1].hint, kit.variant(_parts, memory_mask="none")),
+                    Mistake("Did you pass dropout on? The model holds Encoder(num_encoder_layers, d_model, num_heads, "
+                            "d_ff, dropout) and Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout).",
+                            kit.variant(_parts, dropout_passed=False))],
           hint="encode(src, src_mask) returns self.encoder(src, src_mask); decode(tgt, memory, tgt_mask, "
                "memory_mask) returns self.decoder(tgt, memory, tgt_mask, memory_mask). The model holds exactly "
                "encoder.* and decoder.* parameters."),
