@@ -60,8 +60,9 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
         return logits.clone()
     probs = torch.softmax(logits, dim=-1)
     sorted_probs = probs.sort(dim=-1, descending=True).values
-    mass_before = sorted_probs.cumsum(dim=-1) - sorted_probs         # mass of the tokens ranked above
-    crossing = (mass_before < p).sum(dim=-1, keepdim=True) - 1        # last rank kept: the one that reaches p
+    running = sorted_probs.cumsum(dim=-1)                             # the running sums, most likely first
+    crossing = (running < p).sum(dim=-1, keepdim=True)                # the first rank whose running sum >= p
+    crossing = crossing.clamp(max=probs.shape[-1] - 1)                # (rounding may leave the total below p)
     threshold = sorted_probs.gather(-1, crossing)
     return logits.masked_fill(probs < threshold, float("-inf"))
 

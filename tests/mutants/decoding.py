@@ -11,7 +11,7 @@ _LSM = "return shifted - torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True)
 # 9.3 filters
 _KTH = "kth = torch.topk(logits, k, dim=-1).values[..., -1:]"
 _KMASK = 'return logits.masked_fill(logits < kth, float("-inf"))'
-_CROSS = "crossing = (mass_before < p).sum(dim=-1, keepdim=True) - 1"
+_CROSS = "crossing = (running < p).sum(dim=-1, keepdim=True)"
 _PCHECK = "if not 0 < p <= 1:"
 _PMASK = 'return logits.masked_fill(probs < threshold, float("-inf"))'
 # 9.4 sample
@@ -30,6 +30,8 @@ _EXPAND = "log_probs = log_softmax(next_token_logits(beams), dim=-1)     # (n_li
 _ENDS = "ends = tokens == eos"
 _NORM = "return item[1] / ((5 + len(item[0]) - t0) / 6) ** length_penalty"
 _BATCH = "if prompt.dim() != 2 or prompt.shape[0] != 1:"
+_TOP = "top = torch.topk(candidates, min(beam_size, candidates.numel())).indices"
+_SIZES = "if beam_size < 1 or max_new_tokens < 1:"
 # 9.7 kv cache
 _CAT_K = "k = torch.cat([past[0], k], dim=2)       # along the sequence axis"
 _CAT_V = "v = torch.cat([past[1], v], dim=2)"
@@ -87,15 +89,21 @@ MUTANTS = [
                       '\n    return logits.masked_fill(~keep, float("-inf"))')),), T3,
            hint="Did you keep exactly k tokens (by index)?"),
     Mutant("top-p drops the token that crosses p", FILT,
-           ((_CROSS, "crossing = (mass_before + sorted_probs < p).sum(dim=-1, keepdim=True).sub(1).clamp(min=0)"),),
+           ((_CROSS, "crossing = (running < p).sum(dim=-1, keepdim=True).sub(1).clamp(min=0)"),),
            T3, hint="Did you drop the token that crosses p?"),
     Mutant("top-p keeps one token too many", FILT,
-           ((_CROSS, "crossing = (mass_before < p).sum(dim=-1, keepdim=True).clamp(max=logits.shape[-1] - 1)"),), T3,
+           ((_CROSS, "crossing = (running < p).sum(dim=-1, keepdim=True) + 1"),), T3,
            hint="Did you keep one token too many?"),
+    Mutant("top-p tests the mass before each token, cumsum - probs < p", FILT,
+           ((_CROSS, "crossing = (running - sorted_probs < p).sum(dim=-1, keepdim=True) - 1"),), T3,
+           hint="Where p equals a running sum exactly: did you test the mass *before* each token"),
     Mutant("top-p fills 0 instead of -inf", FILT, ((_PMASK, "return logits.masked_fill(probs < threshold, 0.0)"),), T3,
            hint="Did you set the removed logits to 0?"),
     Mutant("top-p accepts p > 1", FILT, ((_PCHECK, "if not 0 < p:"),), T3, hint="expected ValueError to be raised"),
     # --- 9.4 sample
+    Mutant("temperature defaults to 0 (greedy)", SAMPLE,
+           (("temperature: float = 1.0, top_k", "temperature: float = 0.0, top_k"),), T4,
+           hint="Did you give temperature another default than 1.0?"),
     Mutant("temperature applied after the softmax", SAMPLE,
            ((_SCALE, "scaled = logits"), (_PROBS, "probs = torch.softmax(scaled, dim=-1) / temperature")), T4,
            hint="Did you apply the temperature after the softmax?"),
@@ -113,6 +121,9 @@ MUTANTS = [
     Mutant("model given the last token only", GEN,
            ((_CALL, "token = sample(next_token_logits(seq[:, -1:]), temperature, top_k, top_p, generator)"),), T5,
            hint="Did you give the model only the last token?"),
+    Mutant("generate's temperature defaults to 1 (samples when left out)", GEN,
+           (("eos: int, pad: int = 0, temperature: float = 0.0,", "eos: int, pad: int = 0, temperature: float = 1.0,"),),
+           T5, hint="generate: prompt (batch, t0) int64"),
     Mutant("negative max_new_tokens accepted", GEN, ((_NEG, "if False:"),), T5,
            hint="expected ValueError to be raised (max_new_tokens must be >= 0)"),
     # --- 9.6 beam search
@@ -124,6 +135,16 @@ MUTANTS = [
            hint="Did you expand only the best beam?"),
     Mutant("finished hypotheses keep growing", BEAM, ((_ENDS, "ends = torch.zeros_like(tokens, dtype=torch.bool)"),),
            T6, hint="Did you keep expanding hypotheses that ended with eos?"),
+    Mutant("the beam shrinks for good as hypotheses finish", BEAM,
+           ((_ENDS, _ENDS + "\n        beam_size -= int(ends.sum())"),), T6,
+           hint="Did the beam shrink for good as hypotheses finished?"),
+    Mutant("a finished child replaced by the next best live one", BEAM,
+           ((_TOP, "order = candidates.argsort(descending=True)\n"
+                   "        is_eos, rank = order % vocab == eos, torch.arange(len(order))\n"
+                   "        top = order[(is_eos & (rank < beam_size)) | (~is_eos & ((~is_eos).cumsum(0) <= beam_size))]"),),
+           T6, hint="Did you replace a finished child by the next best live one?"),
+    Mutant("max_new_tokens < 1 accepted", BEAM, ((_SIZES, "if beam_size < 1:"),), T6,
+           hint="expected ValueError to be raised"),
     Mutant("a batch of prompts accepted", BEAM, ((_BATCH, "if prompt.dim() != 2:"),), T6,
            hint="expected ValueError to be raised"),
     # --- 9.7 the key-value cache

@@ -35,7 +35,7 @@ def _gen_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         (3, 2, 7, [2, None, 0], {}), (4, 1, 9, [1, 4, 2, 5], {"pad": 1}), (2, 4, 3, [5, None], {}),
         (1, 3, 6, [None], {}), (3, 2, 6, [0, 1, 2], {"temperature": 0.8, "top_k": 3}),
         (3, 1, 7, [2, None, 3], {"temperature": 1.3, "top_p": 0.9}), (2, 2, 4, [1, 3], {"temperature": 0.0}),
-        (2, 2, -3, [1, 1], {})]
+        (2, 2, -3, [1, 1], {}), (3, 2, 6, [None, None, 4], {"top_k": 4})]  # temperature left out: greedy
     cases = []
     for batch, t0, max_new, stops, kw in specs:
         pad = kw.pop("pad", None)
@@ -87,19 +87,41 @@ def _long_wins() -> DictLM:
                       (1, 3, 3): [0, 0, 0.95, 0.03, 0.02]})
 
 
+def _shrinks() -> DictLM:
+    """eos is the second of three at the first step (beam 2): a beam that shrinks for good keeps A A, whose
+    end is unlikely, and misses A B eos (0.27), which beats ending at once (0.25)."""
+    return DictLM(5, {(1,): [0, 0, 0.25, 0.6, 0.15], (1, 3): [0, 0, 0.05, 0.5, 0.45],
+                      (1, 3, 3): [0, 0, 0.2, 0.45, 0.35], (1, 3, 4): [0, 0, 0.99, 0.005, 0.005]})
+
+
+def _refills() -> DictLM:
+    """Beam 2, length_penalty 2: replacing the finished eos child by B (0.2) brings in B B eos, whose normalised
+    score beats the right rule's winner A A A."""
+    return DictLM(5, {(1,): [0, 0, 0.3, 0.5, 0.2], (1, 3): [0, 0, 0.05, 0.7, 0.25], (1, 4): [0, 0, 0.005, 0.005, 0.99],
+                      (1, 3, 3): [0, 0, 0.1, 0.5, 0.4], (1, 3, 4): [0, 0, 0.9, 0.05, 0.05],
+                      (1, 4, 4): [0, 0, 0.99, 0.005, 0.005]})
+
+
+_HAND = {"miss": (_greedy_miss, "a hand-built model where the likelier first token leads to an unlikely end"),
+         "long": (_long_wins, "a hand-built model where ending at once is likelier than a longer sequence"),
+         "shrink": (_shrinks, "a hand-built model where a hypothesis finishes at the first step"),
+         "refill": (_refills, "a hand-built model where a hypothesis finishes at the first step, ahead of a "
+                              "live one")}
+
+
 def _beam_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [("prefix", 6, 2, 2, 5, 0.0, -0.5), ("prefix", 6, 2, 1, 5, 0.0, 0.0), ("miss", 5, 1, 2, 4, 0.0, 0),
-             ("long", 5, 1, 2, 4, 1.0, 0), ("prefix", 6, 2, 3, 4, 0.6, 0.5)] if not hidden else [
+             ("long", 5, 1, 2, 4, 1.0, 0), ("prefix", 6, 2, 3, 4, 0.6, 0.5), ("shrink", 5, 1, 2, 3, 0.0, 0),
+             ("refill", 5, 1, 2, 3, 2.0, 0)] if not hidden else [
         ("prefix", 7, 2, 3, 6, 0.0, 0.0), ("prefix", 8, 1, 4, 5, 1.0, 0.5), ("prefix", 6, 3, 1, 6, 0.0, -0.5),
         ("prefix", 9, 2, 2, 7, 0.6, 1.0), ("prefix", 7, 2, 5, 4, 2.0, 0.8), ("miss", 5, 1, 2, 4, 0.0, 0),
         ("miss", 5, 1, 1, 4, 0.0, 0), ("long", 5, 1, 2, 4, 1.0, 0), ("long", 5, 1, 3, 4, 0.0, 0),
-        ("batch", 6, 2, 2, 4, 0.0, 0.0), ("zero beams", 6, 2, 0, 4, 0.0, 0.0)]
+        ("batch", 6, 2, 2, 4, 0.0, 0.0), ("zero beams", 6, 2, 0, 4, 0.0, 0.0), ("shrink", 5, 1, 2, 3, 0.0, 0),
+        ("refill", 5, 1, 2, 3, 2.0, 0), ("prefix", 6, 2, 2, 0, 0.0, 0.0), ("prefix", 6, 1, 3, -1, 0.0, 0.0)]
     cases = []
     for kind, vocab, t0, beam, max_new, alpha, bias in specs:
-        if kind in ("miss", "long"):
-            model, prompt = (_greedy_miss() if kind == "miss" else _long_wins()), torch.tensor([[1]])
-            what = ("a hand-built model where the likelier first token leads to an unlikely end" if kind == "miss"
-                    else "a hand-built model where ending at once is likelier than a longer sequence")
+        if kind in _HAND:
+            model, prompt, what = _HAND[kind][0](), torch.tensor([[1]]), _HAND[kind][1]
         else:
             model = PrefixLM(vocab, 2, int(rng.integers(2**31)), eos_bias=bias)
             prompt = torch.from_numpy(rng.integers(3, vocab, size=(2 if kind == "batch" else 1, t0))).long()
@@ -112,13 +134,15 @@ def _beam_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
 
 
 def _beam(case: Case, *, alpha_ignored: bool = False, lp: str = "gnmt", best_only: bool = False,
-          eos_ignored: bool = False) -> Any:
+          eos_ignored: bool = False, rule: str = "right") -> Any:
+    """The contract's beam search; `rule` 'shrink': the beam narrows for good by each finished child;
+    'refill': a finished child is replaced by the next best live one (beam_size live after every step)."""
     model, prompt, beam, max_new, eos = case.args
     alpha = 0.0 if alpha_ignored else case.kwargs.get("length_penalty", 0.0)
     if prompt.shape[0] != 1:
         return raises("beam_search decodes one sequence: prompt must have shape (1, t0)")
-    if beam < 1:
-        return raises("beam_size must be at least 1")
+    if beam < 1 or max_new < 1:
+        return raises("beam_size and max_new_tokens must be at least 1")
     if (alpha_ignored or lp != "gnmt") and not case.kwargs.get("length_penalty"):
         return NOT_APPLICABLE
     t0 = prompt.shape[1]
@@ -130,9 +154,15 @@ def _beam(case: Case, *, alpha_ignored: bool = False, lp: str = "gnmt", best_onl
             candidates += [(score + float(logp[v]), tokens + [v]) for v in range(len(logp))]
         candidates.sort(key=lambda c: -c[0])
         live = []
-        for score, tokens in candidates[:beam]:
-            (finished if tokens[-1] == eos and not eos_ignored else live).append((tokens, score))
-        if not live:
+        for rank, (score, tokens) in enumerate(candidates):
+            ends = tokens[-1] == eos and not eos_ignored
+            if rule == "refill" and not ends and len(live) < beam or rank < beam and rule != "refill":
+                (finished if ends else live).append((tokens, score))
+            elif rule == "refill" and ends and rank < beam:
+                finished.append((tokens, score))
+        if rule == "shrink":
+            beam -= sum(tokens[-1] == eos for score, tokens in candidates[:beam])
+        if not live or beam < 1:
             break
     finished += live
 
@@ -167,6 +197,12 @@ register(
                             variant(_beam, alpha_ignored=True)),
                     Mistake("Did you divide by n ** length_penalty? This chapter uses GNMT's length penalty, "
                             "((5 + n) / 6) ** length_penalty.", variant(_beam, lp="length")),
+                    Mistake("Did the beam shrink for good as hypotheses finished? Every step keeps the beam_size "
+                            "best children of the live hypotheses, however many have finished before.",
+                            variant(_beam, rule="shrink")),
+                    Mistake("Did you replace a finished child by the next best live one? Of the children, exactly the "
+                            "beam_size best are kept; those ending in eos are finished and leave the beam, which "
+                            "then has fewer live hypotheses until the next step.", variant(_beam, rule="refill")),
                     Mistake("Did you expand only the best beam? At every step the children of *every* live "
                             "hypothesis compete for the beam_size places.", variant(_beam, best_only=True)),
                     Mistake("Did you keep expanding hypotheses that ended with eos? A hypothesis that produces eos is "
@@ -174,6 +210,7 @@ register(
           hint="beam_search: keep up to beam_size live hypotheses with their summed log-probabilities (log_softmax); "
                "at each step score every child of every live hypothesis, keep the beam_size best; children ending "
                "in eos are finished, the rest stay live; stop when none is live or after max_new_tokens steps "
-               "(live ones then count as finished). Return the finished hypothesis of the highest "
+               "(live ones then count as finished); beam_size < 1, max_new_tokens < 1 or a prompt of more than "
+               "one row raise ValueError. Return the finished hypothesis of the highest "
                "sum / ((5 + n) / 6) ** length_penalty as ((1, t0 + n) int64, that score as a float)."),
 )

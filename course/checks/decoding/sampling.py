@@ -60,6 +60,35 @@ def _margin_ok(x: torch.Tensor, p: float, margin: float = 2e-3) -> bool:
     return bool(((above - p).abs() > margin).all() and ((above + probs - p).abs() > margin).all())
 
 
+def running_rule(x: torch.Tensor, p: float, *, before: bool = False) -> torch.Tensor:
+    """The contract's computation, in the logits' dtype: the crossing token is the first whose running sum
+    (torch.cumsum of the sorted softmax) is >= p. `before`: the other reading, the mass before each token
+    computed as cumsum - probs and tested < p, which can keep one token more where p equals a running sum."""
+    probs = torch.softmax(x, dim=-1)
+    ranked = probs.sort(dim=-1, descending=True).values
+    running = ranked.cumsum(dim=-1)
+    if before:
+        last = ((running - ranked) < p).sum(dim=-1, keepdim=True) - 1
+    else:
+        last = (running < p).sum(dim=-1, keepdim=True).clamp(max=x.shape[-1] - 1)
+    return x.masked_fill(probs < ranked.gather(-1, last), float("-inf"))
+
+
+def _on_boundary(rng: np.random.Generator, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, float]:
+    """Logits and a p equal to one of the first row's running sums, drawn until the two readings disagree."""
+    for _ in range(1000):
+        x = (randn(rng, *shape) * 1.5).to(dtype)
+        running = torch.softmax(x, dim=-1).sort(dim=-1, descending=True).values.cumsum(dim=-1)
+        p = float(running.reshape(-1, shape[-1])[0, int(rng.integers(0, shape[-1] - 2))])
+        if not torch.equal(running_rule(x, p), running_rule(x, p, before=True)):
+            return x, p
+    raise RuntimeError("no boundary case found")
+
+
+def _boundary(case: Case) -> bool:
+    return bool(case.meta.get("boundary"))
+
+
 def _topp_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [((2, 6), 0.5, ""), ((1, 5), 0.7, "tie"), ((2, 5), 1.0, ""), ((2, 4), 0.0, "")] if not hidden else [
         ((3, 10), 0.9, ""), ((12,), 0.6, ""), ((2, 3, 8), 0.75, ""), ((4, 9), 0.02, ""), ((3, 7), 0.5, "tie"),
@@ -84,6 +113,11 @@ def _topp_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
             x = x.double()
         note = {"tie": ", the token that crosses p tied with the next", "float64": ", float64", "": ""}[kind]
         cases.append(Case(describe(logits=x) + f", p={p:g}" + note, (x, p)))
+    for shape, dtype in [((1, 9), torch.float32)] if not hidden else [((2, 10), torch.float32),
+                                                                     ((12,), torch.float32), ((1, 8), torch.float64)]:
+        x, p = _on_boundary(rng, shape, dtype)
+        cases.append(Case(describe(logits=x) + f", p={p!r}: exactly a running sum of the first row's sorted "
+                          "probabilities", (x, p), meta={"boundary": True}))
     return cases
 
 
@@ -93,6 +127,8 @@ def _topp(case: Case, **knobs: Any) -> Any:
         return raises("p must be in (0, 1]")
     if p == 1 and knobs:
         return NOT_APPLICABLE
+    if _boundary(case):  # only the contract's exact computation decides here; the other slips are judged elsewhere
+        return NOT_APPLICABLE if knobs else running_rule(x, p)
     out = oracle_top_p(x, p, **knobs)
     if knobs.get("rule") == "exclusive" and torch.isneginf(out).all(dim=-1).any():
         return NOT_APPLICABLE  # that code may well raise or give NaN: the general hint speaks
@@ -102,7 +138,7 @@ def _topp(case: Case, **knobs: Any) -> Any:
 def _topp_order(case: Case) -> Any:
     """Ties broken by sort order: exactly the ranks whose mass before them is < p."""
     x, p = case.args
-    if not 0 < p < 1:
+    if not 0 < p < 1 or _boundary(case):
         return NOT_APPLICABLE
     probs = torch.softmax(x.double(), dim=-1)
     sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)
@@ -123,13 +159,13 @@ def _sample_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
              ((2, 5), -1.0, None, None)] if not hidden else [
         ((6, 9), 1.0, None, None), ((5, 12), 0.7, 4, None), ((4, 10), 1.5, None, 0.6), ((5, 8), 0.8, 3, 0.7),
         ((4, 7), 0.0, None, None), ((3, 6), 0.0, 2, 0.5), ((8, 11), 3.0, 20, 1.0), ((4, 6), -0.5, None, None),
-        ((1, 13), 0.3, None, 0.9)]
+        ((1, 13), 0.3, None, 0.9), ((4, 9), None, 3, None), ((3, 8), None, None, 0.8)]  # None: temperature left out
     cases = []
     for i, (shape, t, k, p) in enumerate(specs):
         x = randn(rng, *shape) * 1.5
         if t == 0:
             x[0, 1] = x[0, 3] = x[0].max() + 1  # a tie for the maximum: the lowest id wins
-        kw = {"temperature": t} | ({"top_k": k} if k is not None else {}) | ({"top_p": p} if p is not None else {})
+        kw = {name: v for name, v in (("temperature", t), ("top_k", k), ("top_p", p)) if v is not None}
         cases.append(Case(describe(logits=x) + ", " + ", ".join(f"{n}={v}" for n, v in kw.items()) +
                           (", a tie for the largest logit" if t == 0 else ""), (x,), kw,
                           meta={"seed": int(rng.integers(2**31))}))
@@ -142,7 +178,7 @@ def _sample_call(fn: Any, case: Case) -> Any:
 
 def _draw(case: Case, **knobs: Any) -> Any:
     x = case.args[0]
-    t, k, p = case.kwargs["temperature"], case.kwargs.get("top_k"), case.kwargs.get("top_p")
+    t, k, p = case.kwargs.get("temperature", 1.0), case.kwargs.get("top_k"), case.kwargs.get("top_p")
     if t < 0:
         return raises("temperature must be >= 0")
     if t == 0:
@@ -152,7 +188,7 @@ def _draw(case: Case, **knobs: Any) -> Any:
 
 
 def _temperature_zero_divides(case: Case) -> Any:
-    if case.kwargs["temperature"] != 0:
+    if case.kwargs.get("temperature", 1.0) != 0:
         return NOT_APPLICABLE
     raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
 
@@ -225,13 +261,23 @@ register(
                     Mistake(_ZERO, variant(_topp, fill=0.0)),
                     Mistake("Did you break a tie by sort order? Tokens as likely as the one that crosses p are kept "
                             "too: keep every token whose probability is >= the crossing token's.", _topp_order),
-                    Mistake(_RENORM, _filter_probs(_topp))],
+                    Mistake(_RENORM, _filter_probs(_topp)),
+                    Mistake("Where p equals a running sum exactly: did you test the mass *before* each token, "
+                            "cumsum - probs < p? In floating point that can keep one token more. The contract's "
+                            "crossing token is the first whose running sum (torch.cumsum of the sorted "
+                            "probabilities) is >= p.",
+                            lambda case: running_rule(*case.args, before=True) if _boundary(case) else NOT_APPLICABLE)],
           hint="top_p_filter: sort the probabilities (softmax of the row) in decreasing order; the token that takes the "
-               "running sum to p or beyond is the last kept; keep every token at least as likely as it, set the "
+               "running sum (torch.cumsum) to p or beyond is the last kept; keep every token at least as likely as "
+               "it, set the "
                "others to -inf. p = 1 keeps all; p outside (0, 1] raises ValueError."),
     Check(name="sample", cases=_sample_cases, call=_sample_call, expected=_draw,
           mistakes=[Mistake(_AFTER, variant(_draw, after_softmax=True)),
                     Mistake(_EXCLUSIVE, variant(_draw, p_rule="exclusive")),
+                    Mistake("Did you give temperature another default than 1.0? Left out, it is 1.0: sample from "
+                            "the (filtered) distribution itself, not greedily.",
+                            lambda case: case.args[0].argmax(dim=-1) if "temperature" not in case.kwargs
+                            else NOT_APPLICABLE),
                     Mistake("Did you divide by a temperature of 0? Temperature 0 means greedy: return "
                             "logits.argmax(dim=-1).", _temperature_zero_divides)],
           hint="sample: temperature < 0 raises ValueError; temperature 0 returns logits.argmax(-1); otherwise divide "
