@@ -30,11 +30,13 @@ the sandbox:
   clock), address space, file size, processes, open files, and a
   wall-clock cap after which the kernel is killed;
 * threads are not processes: the process limit (which Linux counts in
-  threads) leaves room for a thread per core of the grading machine on top
-  of a kernel's own, so that honest code that trains "on every core"
-  (``torch.set_num_threads(os.cpu_count())``) keeps its kernel; OpenMP
-  threads wait passively, so too many of them slow a kernel down instead
-  of spinning;
+  threads) leaves room for PyTorch's two pools of a thread per core of the
+  grading machine on top of a kernel's own, and ``torch.set_num_threads``
+  sets at most as many threads as there are cores (`course.kernel_threads`,
+  run as each kernel starts), so that honest code that trains "on every
+  core" of a bigger machine (``torch.set_num_threads(64)``) keeps its
+  kernel; OpenMP threads wait passively, so too many of them slow a kernel
+  down instead of spinning;
 * a fair share of the CPU: where the grader runs as root on a machine with
   a CPU cgroup controller, each kernel runs in a CPU cgroup of its own with
   the same weight as every other kernel's (`cpu_group`), so that one
@@ -82,9 +84,12 @@ CPU_SECONDS = 600
 MEMORY_BYTES = 6 * 1024**3  # address space, by default; torch alone maps ~1-2 GiB
 FILE_BYTES = 256 * 1024**2  # torch.compile's C++ compiler writes files of over 64 MiB
 TMP_BYTES = 256 * 1024**2  # /tmp is memory: cap it
-#: threads count too: a kernel uses about ten, one per core more when it trains on every core,
-#: a DataLoader's workers a few each (and a fork bomb as many as this allows: keep it moderate)
-PROCESSES = max(128, (os.cpu_count() or 1) + 64)
+#: threads count too: a kernel uses about ten, two per core more when it trains on every core
+#: (PyTorch keeps two pools), a DataLoader's workers a few each (and a fork bomb as many as this
+#: allows: keep it moderate). torch.set_num_threads is capped at the cores (`course.kernel_threads`)
+PROCESSES = max(128, 2 * (os.cpu_count() or 1) + 64)
+#: run in every kernel as it starts, before any cell
+KERNEL_START = "__import__('course.kernel_threads').kernel_threads.cap_threads()"
 OPEN_FILES = 1024
 WALL_SECONDS = 600  # by default
 CELL_SECONDS = 60  # by default, nbgrader interrupts a cell after this long
@@ -335,7 +340,7 @@ def main(argv: list[str] | None = None) -> None:
     os.close(write_fd)
     os.set_inheritable(read_fd, True)
     kernel = [inside_python(), "-P", "-m", "ipykernel_launcher", "-f", INSIDE_CONNECTION,
-              "--HistoryManager.hist_file=:memory:"]
+              "--HistoryManager.hist_file=:memory:", f"--IPKernelApp.exec_lines={KERNEL_START}"]
     command = bwrap_command(scratch, args.lib, kernel, sockets=sockets, wall=args.wall, uid=uid,
                             connection_fd=read_fd, probe=probe)
     cpu_group(sockets.name)
