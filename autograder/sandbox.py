@@ -275,13 +275,17 @@ def cpu_group(name: str) -> Path | None:
         if stale.is_dir() and stale.name != name:
             remove_cpu_group(stale)
     group = parent / name
-    try:
-        group.mkdir(exist_ok=True)
-        (group / weight).write_text("1024" if weight == "cpu.shares" else "100")
-        (group / "cgroup.procs").write_text(str(os.getpid()))
-    except OSError:
-        return None
-    return group
+    for _ in range(5):
+        try:
+            group.mkdir(exist_ok=True)
+            (group / weight).write_text("1024" if weight == "cpu.shares" else "100")
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+            return group
+        except FileNotFoundError:  # removed, still empty, by another kernel's start: make it again
+            continue
+        except OSError:
+            return None
+    return None
 
 
 def remove_cpu_group(group: Path, wait: float = 0.0) -> None:
