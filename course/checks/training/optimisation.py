@@ -219,12 +219,13 @@ def _eval_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         ((3, 3, 1), [], "train", "list", None), ((2, 4, 2), [3, 2, 5], "train", "generator", 2),
         ((2, 4, 2), [3, 2], "eval", "list", 0)]
     cases = []
-    for dims, rows, mode, given, fail in specs:
+    for dims, rows, mode, given, fail in specs + ([((2, 3, 1), [3, 2], "train", "list", None)] if hidden else []):
+        uncounted = hidden and len(cases) == len(specs)  # the last hidden case: loss_fn counts no token at all
         meta = {"seed": int(rng.integers(2**31)), "dims": dims, "rows": rows, "scale": 1.0, "unused": False,
-                "mode": mode, "given": given, "fail": fail}
+                "mode": mode, "given": given, "fail": fail, "uncounted": uncounted}
         cases.append(Case(f"{len(rows)} held-out batch(es) of {rows} rows as a {given}, the model in {mode} mode"
-                          + (f", loss_fn raising RuntimeError on batch {fail}" if fail is not None else ""),
-                          meta=meta))
+                          + (f", loss_fn raising RuntimeError on batch {fail}" if fail is not None else "")
+                          + (", loss_fn counting 0 tokens in every batch" if uncounted else ""), meta=meta))
     return cases
 
 
@@ -247,7 +248,8 @@ def _eval_call(fn: Any, case: Case) -> Any:
         seen.append(batch)
         if len(seen) - 1 == fail:
             raise _Failed(f"loss_fn failed on batch {fail}")
-        return _counted(m, batch)
+        loss, n = _counted(m, batch)
+        return loss, 0 if case.meta["uncounted"] else n
 
     try:
         loss = fn(model, iter(batches) if case.meta["given"] == "generator" else batches, loss_fn)
@@ -266,8 +268,8 @@ def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool 
     if meta["fail"] is not None:                                    # the error propagates, the mode is restored
         after = meta["mode"] if restore is True and restore_on_error else "eval"
         return {"raised": f"RuntimeError: loss_fn failed on batch {meta['fail']}", "mode after": after}
-    if not meta["rows"]:
-        return raises("no batches to evaluate")
+    if not meta["rows"] or meta["uncounted"]:
+        return raises("no batches, or no counted token, to evaluate")
     model = _net(meta)
     model.train(train)
     with torch.set_grad_enabled(grad):
@@ -351,6 +353,9 @@ register(
                             "must reach the caller with the model back in the mode it arrived in: restore it in a "
                             "finally block.", unless(lambda c: c.meta["fail"] is not None and c.meta["mode"] == "train",
                                                      variant(_eval, restore_on_error=False))),
+                    Mistake("Did you divide by a count of zero? When the batches count no token at all there is "
+                            "nothing to average: raise ValueError.",
+                            unless(lambda c: c.meta["uncounted"], lambda c: 0.0 / 0)),
                     Mistake("Did you average the batch means? Batches count different numbers of tokens: weight each "
                             "batch's mean by its count, sum(mean_b * count_b) / sum(count_b).",
                             unless(_unequal, variant(_eval, weighted=False)))],
