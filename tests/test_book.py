@@ -266,6 +266,9 @@ class Browser:
                 if e.get("method") == "Network.requestWillBeSent"]
 
     def screenshot(self, path: Path, max_height: int = 16000):
+        # A page a wide element made scroll sideways (a reader at 1280 px sees it at the left edge)
+        # would be captured from that offset, cutting the sidebar and every line's start.
+        self.eval("window.scrollTo(0, 0)")
         height = int(self.eval("document.documentElement.scrollHeight"))
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
                          clip={"x": 0, "y": 0, "width": 1280, "height": min(height, max_height),
