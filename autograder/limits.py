@@ -14,7 +14,9 @@ load) times `BUDGET_MULTIPLE`, plus `BUDGET_START_SECONDS` for the kernel's
 start. A notebook whose every function loops forever so costs about a
 minute, whatever the chapter, instead of a cell limit per cell that calls
 one; tests/test_grading.py checks that the graded reference stays well
-within its budget, and grades such a notebook on the slowest chapter. A kernel that has
+within its budget, and grades such a notebook on the slowest chapter.
+
+A kernel that has
 not stopped a few seconds after the interrupt is killed
 (`execute.GuardedExecute.interrupt_grace_seconds`). The defaults are
 `autograder.sandbox`'s (60 s, 20 s, 600 s, 6 GiB); tests/test_grading.py
