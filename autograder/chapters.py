@@ -61,11 +61,21 @@ def get_chapter(chapter_id: str) -> Chapter:
     raise SystemExit(f"unknown chapter {chapter_id!r} (known: {known})")
 
 
+def oracle_files() -> list[Path]:
+    """The trusted side of the checks: every file of `course.checks` but its
+    ``__init__.py`` (the ``check`` a notebook imports). Cases, oracles and
+    mistakes live there; no sandboxed kernel sees them."""
+    checks = COURSE / "checks"
+    return sorted(p for p in checks.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p != checks / "__init__.py")
+
+
 def course_files(ch: Chapter) -> list[Path]:
     """The files of the `course` package that a chapter's graded notebooks
-    see: all of it (checks, protocol, helpers) but the reference modules of
-    this chapter and later ones."""
-    hidden = {c.reference_module for c in all_chapters() if c.number >= ch.number}
+    see: the protocol, the probes and helpers, earlier chapters' reference
+    modules; neither the oracles (`oracle_files`) nor the reference modules
+    of this chapter and later ones."""
+    hidden = {c.reference_module for c in all_chapters() if c.number >= ch.number} | set(oracle_files())
     return sorted(p for p in COURSE.rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts and p not in hidden)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .chapters import ROOT, Chapter, course_files
+from .chapters import ROOT, Chapter, course_files, oracle_files
 from .limits import Limits
 
 #: the grader's code that runs a notebook and decides its verdict
@@ -34,7 +34,8 @@ def folder_digest(path: Path) -> str:
 def judging_digest(ch: Chapter, limits: Limits) -> str:
     """A digest of what a chapter's verdicts depend on besides the notebook
     and the instructor's files: every file of the `course` package its
-    kernels see (all of course/checks/, course/protocol.py, the helpers,
-    earlier chapters' reference modules; `chapters.course_files`), the
-    grader's judge, kernel runner and sandbox, and the limits."""
-    return _digest(course_files(ch) + GRADER_FILES, ROOT, repr(limits))
+    kernels see (course/protocol.py, the probes, the helpers, earlier
+    chapters' reference modules; `chapters.course_files`), the checks'
+    trusted side (`chapters.oracle_files`), the grader's judge, kernel
+    runner and sandbox, and the limits."""
+    return _digest(course_files(ch) + oracle_files() + GRADER_FILES, ROOT, repr(limits))

@@ -4,10 +4,13 @@
 when the cell's outputs hold no error. Those outputs come from the student's
 process, which can forge them. The course's pipeline changes that:
 
-1. `PrepareProbes` (before `Execute`) makes an empty folder for recorded
-   results next to the notebook and writes the hidden-case seed into it.
+1. `PrepareProbes` (before `Execute`) makes a folder for recorded results
+   next to the notebook and writes into it the cases of every check the
+   test cells call: inputs only, the hidden ones drawn from the grading
+   secret here. No seed and no oracle reaches the kernel.
 2. The notebook runs (in the sandbox); each ``check(...)`` in a test cell
-   records what the student's code returned, as plain JSON, in that folder.
+   runs the student's object on its cases and records the raw results, as
+   plain JSON, in that folder.
 3. `JudgeChecks` (right after `Execute`, in the trusted grader process) reads
    which checks each grade cell calls from the cell's *instructor* source
    (restored by nbgrader's OverwriteCells), recomputes the cases and the
@@ -39,7 +42,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
 from course.checks import framework
-from course.protocol import HIDDEN_BEGIN, HIDDEN_END, PROBE_DIRNAME, PROBE_SEED_FILE, cell_score, record_name
+from course.protocol import HIDDEN_BEGIN, HIDDEN_END, PROBE_DIRNAME, cell_score, record_name
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 ECHO_REMOVED = NotebookNode(output_type="stream", name="stdout",
@@ -60,6 +63,18 @@ def checks_in_source(source: str) -> list[tuple[str, bool]]:
                      for k in node.keywords)
         found.append((str(node.args[0].value), hidden))
     return found
+
+
+def graded_calls(nb: NotebookNode) -> list[tuple[str, bool]]:
+    """The ``(check name, hidden)`` pairs the notebook's test cells call (from their source)."""
+    calls = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+            try:
+                calls += [c for c in checks_in_source(cell.source) if c not in calls]
+            except SyntaxError:
+                continue
+    return calls
 
 
 def _read_record(probe: Path, filename: str) -> str | None:
@@ -113,7 +128,9 @@ def _remove(probe: Path) -> None:
 
 
 class PrepareProbes(NbGraderPreprocessor):
-    """Give the kernel an empty folder to record results in, with its seed."""
+    """Give the kernel a folder to record results in, holding the cases of
+    every check the test cells call (their instructor source, restored by
+    OverwriteCells)."""
 
     secret_file = Unicode("", help="File holding the grading secret").tag(config=True)
 
@@ -123,7 +140,7 @@ class PrepareProbes(NbGraderPreprocessor):
         probe.mkdir()
         info = resources["nbgrader"]
         seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
-        (probe / PROBE_SEED_FILE).write_text(str(seed))
+        framework.write_cases(probe, graded_calls(nb), seed)
         return nb, resources
 
 

@@ -7,7 +7,7 @@ import textwrap
 
 import nbformat
 
-from course.checks import CheckUnavailable, get_check
+from course.checks.framework import CheckUnavailable, get_check
 
 from .chapters import Chapter, repository_url
 from .judge import checks_in_source

@@ -21,10 +21,10 @@ import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
-from course.checks.framework import DEFAULT_HIDDEN_SEED
-from course.protocol import PROBE_DIR_ENV, PROBE_SEED_FILE
+from course.checks.framework import DEFAULT_HIDDEN_SEED, write_cases
+from course.protocol import PROBE_DIR_ENV
 
-from .judge import cell_verdict
+from .judge import cell_verdict, graded_calls
 
 
 def _run_recording(nb: nbformat.NotebookNode, folder: Path, probe: Path, timeout: int) -> None:
@@ -70,7 +70,7 @@ def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
     nb = nbformat.read(notebook, as_version=4)
     with tempfile.TemporaryDirectory(prefix="course-self-check-") as tmp:
         probe = Path(tmp)
-        (probe / PROBE_SEED_FILE).write_text(str(DEFAULT_HIDDEN_SEED))
+        write_cases(probe, graded_calls(nb), DEFAULT_HIDDEN_SEED)
         _run_recording(nb, notebook.parent.resolve(), probe, timeout)
         scores = score_cells(nb, probe)
     print(f"Self-check of {notebook.name} (visible tests only; hidden tests run when it is graded)\n")

@@ -37,8 +37,9 @@ from nbgrader import utils
 
 from autograder.chapters import CHAPTER_ID
 from autograder.release import exported_code, is_exported
-from course.checks import CheckUnavailable, framework, get_check
-from course.checks.plain import Raised
+from course.checks import framework
+from course.checks.framework import CheckUnavailable, get_check
+from course.probing.plain import Raised
 from course.parts import PIECES, Parts
 
 MANIFEST = "collected.json"  # in the package: where each module came from, which checks its answers face
@@ -281,7 +282,7 @@ def visible_problem(qualified: str, obj: Any) -> str | None:
     except CheckUnavailable as err:
         return f"check {qualified} unavailable ({err})"
     cases = check_.make_cases(False)
-    entries = framework.run_student(check_, obj, cases)
+    entries = framework.student_entries(check_, obj, cases)
     if any(isinstance(out, Raised) and "NotImplementedError" in out.names for out, _ in entries):
         return "not implemented"
     passed, _ = framework.summary(check_, False, framework.evaluate(check_, cases, entries))

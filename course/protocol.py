@@ -8,12 +8,14 @@ constants and small pure functions only, and imports nothing.
 
 The pieces, and who uses which:
 
-* the kernel (``course.checks`` inside the sandbox) reads `PROBE_DIR_ENV`,
-  finds the hidden-case seed in `PROBE_SEED_FILE` there and writes one
-  `record_name` file per check; `BOOK_ENV` changes how failures show;
 * the grader (``autograder``) makes the probe folder (`PROBE_DIRNAME`) next
-  to each notebook, lays out the nbgrader course folder (`STATUS_DIR`,
+  to each notebook and writes there, per check, the cases its test cells
+  run (`cases_name`): inputs only, made from the secret outside the sandbox;
+  it also lays out the nbgrader course folder (`STATUS_DIR`,
   `SOCKETS_DIR`, ...) and names kernels (`kernel_name`);
+* the kernel (``course.probing`` inside the sandbox) reads `PROBE_DIR_ENV`,
+  runs the student's objects on those cases and writes one `record_name`
+  file of raw results per check; `BOOK_ENV` changes how failures show;
 * the judge (``autograder.judge``) reads the records back and scores each
   test cell with `cell_score`.
 """
@@ -28,10 +30,13 @@ PROBE_DIR_ENV = "COURSE_PROBE_DIR"
 BOOK_ENV = "COURSE_BOOK_BUILD"
 #: the probe folder's name, next to the notebook being graded
 PROBE_DIRNAME = ".course-probes"
-#: the file in the probe folder that holds the hidden-case seed
-PROBE_SEED_FILE = "seed"
 #: nbgrader's markers around hidden tests in a test cell
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+
+
+def cases_name(name: str, hidden: bool) -> str:
+    """The file (in the probe folder) holding the cases of check `name` the grader hands in."""
+    return f"{name}.{'hidden' if hidden else 'visible'}.cases.json"
 
 
 def record_name(name: str, hidden: bool) -> str:

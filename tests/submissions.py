@@ -134,6 +134,6 @@ def verdicts(calls: list[Call], answers: types.ModuleType, seed: int | None) -> 
     out = []
     for call in calls:
         cases = call.check.make_cases(call.hidden, seed if call.hidden else None)
-        entries = framework.run_student(call.check, getattr(answers, call.obj), cases)
+        entries = framework.student_entries(call.check, getattr(answers, call.obj), cases)
         out.append(framework.summary(call.check, call.hidden, framework.evaluate(call.check, cases, entries)))
     return out

@@ -25,7 +25,9 @@ SCRIPT = textwrap.dedent("""\
     from pathlib import Path
 
     from autograder.judge import cell_verdict
-    from course.checks import CheckUnavailable, check, framework
+    from course.checks import check, framework
+    from course.checks.framework import CheckUnavailable
+    from course.probing.plain import encode
     from course.protocol import record_name
     from course.reference.introduction import linear_rows
 
@@ -44,8 +46,8 @@ SCRIPT = textwrap.dedent("""\
     # grading: the judge credits chapter 0's recorded results, and reports the broken chapter
     probe = Path(tempfile.mkdtemp())
     intro = framework.get_check("introduction.linear_rows")
-    entries = framework.run_student(intro, linear_rows, intro.make_cases(False))
-    (probe / record_name("introduction.linear_rows", False)).write_text(framework.encode(entries))
+    entries = framework.student_entries(intro, linear_rows, intro.make_cases(False))
+    (probe / record_name("introduction.linear_rows", False)).write_text(encode(entries))
     good = cell_verdict('check("introduction.linear_rows", linear_rows)', 2.0, probe, None)
     assert len(good) == 1 and good[0].text.startswith("✓"), good
     bad = cell_verdict('check("attention.softmax", softmax)', 2.0, probe, None)

@@ -28,10 +28,11 @@ import pytest
 import torch
 
 from autograder.chapters import Chapter, all_chapters
-from course.checks import framework
+from course.checks import check, framework
 from course.checks.framework import NOT_APPLICABLE, Check, checks_of, mismatch
-from course.checks.plain import Raised, encode, to_plain
-from course.protocol import PROBE_DIR_ENV, PROBE_SEED_FILE, record_name
+from course.probing.plain import Raised, encode, to_plain
+from course.probing.runner import probes_of
+from course.protocol import PROBE_DIR_ENV, record_name
 from mutants import mutants_for
 from submissions import apply_edits, as_module, cells_of, solution_sources, student_notebook, verdicts
 
@@ -47,6 +48,13 @@ def reference(ch: Chapter) -> ModuleType:
 def test_every_check_is_called_by_a_test_cell(ch):
     called = {c.check.name for calls in cells_of(ch).values() for c in calls}
     assert called == set(checks_of(ch.topic)), "registered checks no test cell calls, or the reverse"
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_every_check_has_a_probe_and_every_probe_a_check(ch):
+    """The kernel's half of each check (`course.probing.calls.<topic>`) and the trusted half
+    (`course.checks.<topic>`) name the same checks."""
+    assert set(probes_of(ch.topic)) == {c.qualified_name for c in checks_of(ch.topic).values()}
 
 
 @pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
@@ -123,7 +131,7 @@ def test_student_mode_agrees_with_the_judge(ch):
         for calls in cells_of(ch).values():
             for call in (c for c in calls if not c.hidden):
                 cases = call.check.make_cases(False)
-                entries = framework.run_student(call.check, getattr(module, call.obj), copy.deepcopy(cases))
+                entries = framework.student_entries(call.check, getattr(module, call.obj), copy.deepcopy(cases))
                 shown = framework.summary(call.check, False, framework.evaluate(call.check, cases, entries))
                 judged = framework.judge_record(call.check.qualified_name, False, None, encode(entries))
                 assert shown == judged, f"{name}: {call.check.qualified_name}"
@@ -136,8 +144,8 @@ def test_process_wide_settings_change_no_verdict_and_are_left_as_they_were(ch, t
     marks, and its dtype, grad mode and random stream are as it left them after the checks ran."""
     monkeypatch.setenv(PROBE_DIR_ENV, str(tmp_path))
     seed = 11
-    (tmp_path / PROBE_SEED_FILE).write_text(str(seed))
     calls = [c for cell in cells_of(ch).values() for c in cell]
+    framework.write_cases(tmp_path, [(c.check.qualified_name, c.hidden) for c in calls], seed)
     torch.manual_seed(0)
     next_draw = torch.rand(3)
     torch.manual_seed(0)
@@ -145,7 +153,7 @@ def test_process_wide_settings_change_no_verdict_and_are_left_as_they_were(ch, t
     torch.set_grad_enabled(False)
     try:
         for c in calls:
-            framework.check(c.check.qualified_name, getattr(reference(ch), c.obj), hidden=c.hidden)
+            check(c.check.qualified_name, getattr(reference(ch), c.obj), hidden=c.hidden)
         assert torch.get_default_dtype() == torch.float64 and not torch.is_grad_enabled()
         assert torch.equal(torch.rand(3, dtype=torch.float32), next_draw), "the checks moved the random stream"
     finally:
@@ -160,6 +168,6 @@ def test_process_wide_settings_change_no_verdict_and_are_left_as_they_were(ch, t
     torch.set_default_dtype(torch.float64)
     try:
         for c in calls:
-            framework.check(c.check.qualified_name, getattr(reference(ch), c.obj), hidden=c.hidden)
+            check(c.check.qualified_name, getattr(reference(ch), c.obj), hidden=c.hidden)
     finally:
         torch.set_default_dtype(torch.float32)

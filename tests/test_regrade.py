@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from autograder import sandbox
-from autograder.chapters import ROOT, all_chapters, course_files, get_chapter
+from autograder.chapters import ROOT, all_chapters, course_files, get_chapter, oracle_files
 from autograder.course_folder import Course
 from autograder.fingerprint import GRADER_FILES, judging_digest
 from autograder.limits import (
@@ -112,12 +112,13 @@ def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
 
 # --------------------------------------------------------------- digests ---
 
-def test_judging_digest_covers_everything_a_chapter_sandbox_sees():
+def test_judging_digest_covers_everything_a_chapter_sandbox_sees_and_no_oracle():
     ch = get_chapter("02_embedding")
     files = set(course_files(ch))
     course = ROOT / "course"
-    assert set((course / "checks").glob("*.py")) <= files
-    assert course / "protocol.py" in files
+    assert set((course / "probing").rglob("*.py")) <= files
+    assert course / "protocol.py" in files and course / "checks" / "__init__.py" in files
+    assert not files & set(oracle_files()) and course / "checks" / "framework.py" in oracle_files()
     for other in all_chapters():
         assert (other.reference_module in files) == (other.number < ch.number), other.id
     assert {f.name for f in GRADER_FILES} >= {"judge.py", "execute.py"}
@@ -132,6 +133,7 @@ def test_judging_digest_changes_with_the_files_and_the_limits(tmp_path, monkeypa
     monkeypatch.setattr(fingerprint, "ROOT", tmp_path)
     monkeypatch.setattr(fingerprint, "GRADER_FILES", [])
     monkeypatch.setattr(fingerprint, "course_files", lambda ch: [copy])
+    monkeypatch.setattr(fingerprint, "oracle_files", lambda: [])
     before = judging_digest(CH, Limits())
     assert judging_digest(CH, Limits()) == before
     assert judging_digest(CH, Limits(memory_bytes=2**33)) != before

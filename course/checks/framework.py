@@ -1,31 +1,31 @@
-"""The check harness behind every test cell.
+"""The trusted side of the checks behind every test cell: cases, oracles, verdicts.
 
 A test cell in a chapter notebook calls ``check("topic.name", obj)``, e.g.
 ``check("attention.softmax", softmax)``. The topic names the chapter's
 module, `course.checks.attention`, which is imported on first use: one
-chapter's checks never depend on another chapter's module loading. What a
-check does depends on where the notebook runs:
+chapter's checks never depend on another chapter's module loading. A check
+has two halves:
 
-* **student mode** (the default): the check runs its cases here, compares
-  each result with a trusted oracle (a PyTorch built-in, a hand-computed value
-  or the course's reference), and prints one report per check. When checks
-  of a test cell fail, the cell's last check raises ``AssertionError`` after
-  every check has shown its result, so the student sees them all.
-* **probe mode** (the autograder and `python -m autograder check` set
-  ``COURSE_PROBE_DIR``): the check only *records* what the student's code
-  returned, as plain data (see `plain`). The trusted process then recomputes
-  the cases and the expected answers and decides (`judge_record`). Nothing the
-  student's process does (patched ``np.allclose``, objects whose ``__eq__`` is
-  always true, silenced tracebacks) can change that verdict.
-* **book mode** (``COURSE_BOOK_BUILD=1``, set when the book is built): like
-  student mode, but failures are printed, never raised.
+* the `Check` here (trusted side): how to make cases (visible ones from a
+  fixed seed, hidden ones from the grader's secret seed), the oracle, and
+  known `Mistake`s whose outputs name the error;
+* its `Probe` in `course.probing` (the kernel's side): how to call the
+  student's object on a case, and nothing else.
 
-A `Check` is declarative: how to make cases (visible ones from a fixed seed,
-hidden ones from the grader's secret seed), how to call the student's object
-on a case, the oracle, and known `Mistake`s whose outputs name the error.
-Every check also verifies, unless told not to, that the call left its inputs
-unchanged and that results have the oracle's dtypes. Helpers chapters share
-(masks, building modules, train/eval runs, labels) are in `course.checks.kit`.
+Under the autograder (and `python -m autograder check`), `write_cases` hands
+the kernel each check's cases as data; the kernel, in the sandbox, sees
+neither the seed nor this module, runs the student's object and records its
+raw outputs (`course.probing.runner.record`); `judge_record` then remakes the
+cases here and decides. Nothing the student's process does (patched
+``np.allclose``, objects whose ``__eq__`` is always true, records written by
+hand) can reach an oracle or change that verdict. In a student's own run
+(Jupyter, or the book with ``COURSE_BOOK_BUILD=1``, where failures print
+instead of raising), `check_here` does the same in one process.
+
+Every check also verifies, unless its probe says otherwise, that the call
+left its inputs unchanged, and that results have the oracle's dtypes.
+Helpers chapters share (masks, mistakes as knobs, labels) are in
+`course.checks.kit`.
 """
 
 from __future__ import annotations
@@ -48,31 +48,16 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from course.protocol import BOOK_ENV, PROBE_DIR_ENV, PROBE_SEED_FILE, cell_score, record_name
-
-from .plain import Raised, decode, encode, raised, to_plain
+from course.probing import runner
+from course.probing.cases import Case, carried, encode_cases
+from course.probing.plain import Raised, decode, raised, to_plain
+from course.protocol import BOOK_ENV, cases_name, cell_score
 
 VISIBLE_SEED = 20170612  # arXiv:1706.03762 went up on 12 June 2017
 DEFAULT_HIDDEN_SEED = VISIBLE_SEED + 1  # hidden cases outside the grader (an instructor's own run)
 
 
 # ------------------------------------------------------------ declaring ---
-
-@dataclass
-class Case:
-    """One input to a student's object.
-
-    `args` and `kwargs` are exactly what the student's object is called with
-    (through the check's `call`); `meta` holds what the check itself needs
-    (the wrong id planted in an input, the weights to copy in, ...).
-    `label` appears in feedback: describe the input, never the answer.
-    """
-
-    label: str
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
-
 
 @dataclass(frozen=True)
 class Raises:
@@ -102,37 +87,37 @@ class Mistake:
     output: Callable[[Case], Any]
 
 
-def default_call(obj: Any, case: Case) -> Any:
-    return obj(*case.args, **case.kwargs)
-
-
 @dataclass
 class Check:
-    """A named group of cases checking one property of one exercise.
+    """A named group of cases checking one property of one exercise: the
+    trusted side's half (cases, oracle, known mistakes).
 
-    forbid: dotted names of library functions the exercise asks the student
-    not to use (``"torch.softmax"``, ``"torch.Tensor.softmax"``); they raise
-    while the student's object runs.
-    inputs_unchanged: the call must leave its arguments as they were.
+    The kernel's half, how the student's object is called on a case, is the
+    `Probe` of the same name in `course.probing.calls` (`probe`).
+    observe: turns the raw output the kernel recorded into what `expected`
+    and the mistakes describe (a statistic of samples, the facts of a
+    masking, ...), on the trusted side; None: compare the raw output itself.
     exact_dtype: results must have the oracle's dtypes.
     """
 
     name: str
     cases: Callable[[np.random.Generator, bool], list[Case]]
     expected: Callable[[Case], Any]
-    call: Callable[[Any, Case], Any] = default_call
     mistakes: Sequence[Mistake] = ()
     hint: str = ""
     rtol: float = 1e-4
     atol: float = 1e-5
     exact_dtype: bool = True
-    inputs_unchanged: bool = True
-    forbid: Sequence[str] = ()
+    observe: Callable[[Case, Any], Any] | None = None
     topic: str = ""  # set by `register`
 
     @property
     def qualified_name(self) -> str:
         return f"{self.topic}.{self.name}"
+
+    @property
+    def probe(self) -> runner.Probe:
+        return runner.probe_of(self.qualified_name)
 
     def make_cases(self, hidden: bool, seed: int | None = None) -> list[Case]:
         s = case_seed(self.name, hidden, seed)
@@ -312,28 +297,11 @@ def _short(x: Any) -> str:
 
 # --------------------------------------------------------------- inputs ---
 
-def _mutable_inputs(case: Case) -> list[tuple[str, Any]]:
-    """(name, value) of the case's arguments a call could change in place."""
-    named = [(f"argument {i + 1}", a) for i, a in enumerate(case.args)] + list(case.kwargs.items())
-    return [(n, v) for n, v in named if isinstance(v, (torch.Tensor, np.ndarray, list, dict, set))]
-
-
-def inputs_snapshot(case: Case) -> list:
-    """The case's mutable arguments as plain data (what `inputs_unchanged` compares)."""
-    snap = []
-    for _, value in _mutable_inputs(case):
-        try:
-            snap.append(to_plain(sorted(value) if isinstance(value, set) else value))
-        except (TypeError, ValueError):  # holds something that is not plain data: not compared
-            snap.append(None)
-    return snap
-
-
-def _inputs_problem(check_: Check, case: Case, after: Any) -> str | None:
-    before = inputs_snapshot(case)
+def _inputs_problem(case: Case, after: Any) -> str | None:
+    before = runner.inputs_snapshot(case)
     if not isinstance(after, list) or len(after) != len(before):
         return "the recorded inputs do not match the test's case"
-    for (name, _), b, a in zip(_mutable_inputs(case), before, after):
+    for name, b, a in zip(runner.input_names(case), before, after):
         if b is not None and mismatch(a, b, 0.0, 0.0, exact_dtype=True):
             return (f"your code changed its input ({name}) in place; the contract leaves its inputs "
                     "unchanged: compute new tensors/lists (x = x - m, not x -= m or x.sub_(m))")
@@ -360,11 +328,14 @@ def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[CaseR
     oracle. The first `SHOWN_FAILURES` failed cases, which reports show, name
     the known mistake they match (or the check's general hint)."""
     results = []
+    inputs_unchanged = check_.probe.inputs_unchanged
     for case, entry in zip(cases, entries):
         if not isinstance(entry, list) or len(entry) != 2:
             results.append(CaseResult(case.label, "the recorded result is not in the expected form"))
             continue
         got, after = entry
+        if check_.observe is not None and not isinstance(got, Raised):
+            got = observed(check_, case, got)
         want = check_.expected(case)
         want = want if isinstance(want, Raises) else to_plain(want)
         problem = mismatch(got, want, check_.rtol, check_.atol, check_.exact_dtype)
@@ -373,10 +344,19 @@ def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[CaseR
             hint = _matching_mistake(check_, case, got, want) or check_.hint
             if hint:
                 problem = f"{problem}. {hint}"
-        if problem is None and check_.inputs_unchanged:
-            problem = _inputs_problem(check_, case, after)
+        if problem is None and inputs_unchanged:
+            problem = _inputs_problem(case, after)
         results.append(CaseResult(case.label, problem))
     return results
+
+
+def observed(check_: Check, case: Case, raw: Any) -> Any:
+    """`check_.observe` of a raw output, on the trusted side; a raw output
+    it cannot read (recorded in another form) is reported, not raised."""
+    try:
+        return to_plain(check_.observe(copy.deepcopy(case), raw))
+    except Exception as exc:
+        return raised(exc)
 
 
 def _not_implemented(got: Any) -> bool:
@@ -452,57 +432,23 @@ def judge_record(name: str, hidden: bool, seed: int | None, text: str | None) ->
 
 # --------------------------------------------------------- running cases ---
 
-def _resolve(dotted: str) -> tuple[Any, str]:
-    """('torch.nn.functional.softmax') -> (the torch.nn.functional module, 'softmax')."""
-    parts = dotted.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
+def write_cases(probe: Path, calls: Sequence[tuple[str, bool]], seed: int | None) -> None:
+    """Trusted side: hand the kernel the cases of each ``(check name,
+    hidden)`` a notebook's test cells call, as data in the probe folder
+    (hidden ones drawn from `seed`). A name with no check gets no file."""
+    for name, hidden in calls:
         try:
-            owner = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
+            check_ = get_check(name)
+        except CheckUnavailable:
             continue
-        for attr in parts[cut:-1]:
-            owner = getattr(owner, attr)
-        return owner, parts[-1]
-    raise ValueError(f"cannot resolve {dotted!r}")
+        text = encode_cases(check_.make_cases(hidden, seed if hidden else None))
+        (probe / cases_name(name, hidden)).write_text(text)
 
 
-@contextlib.contextmanager
-def forbidden(names: Sequence[str]) -> Iterator[None]:
-    """Make the named library functions raise while the block runs."""
-    spots = [(*_resolve(n), n) for n in names]
-    saved = [(owner, attr, owner.__dict__.get(attr), attr in owner.__dict__) for owner, attr, _ in spots]
-
-    def refuse(what: str) -> Callable:
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError(f"{what} is not allowed in this exercise: write it with basic tensor operations")
-        return refused
-
-    try:
-        for owner, attr, what in spots:
-            setattr(owner, attr, refuse(what))
-        yield
-    finally:
-        for owner, attr, old, had in saved:
-            if had:
-                setattr(owner, attr, old)
-            else:
-                delattr(owner, attr)
-
-
-def run_student(check_: Check, obj: Any, cases: list[Case]) -> list[list]:
-    """Call the student's object on each case. Each entry is
-    ``[output, inputs after the call]`` as plain data; exceptions become
-    `Raised`."""
-    entries = []
-    for case in cases:
-        mine = copy.deepcopy(case)
-        try:
-            with forbidden(check_.forbid):
-                out = to_plain(check_.call(obj, mine))  # exactly what the judge would see
-        except Exception as exc:  # the student's bug is the feedback, not a crash
-            out = raised(exc)
-        entries.append([out, inputs_snapshot(mine) if check_.inputs_unchanged else []])
-    return entries
+def student_entries(check_: Check, obj: Any, cases: list[Case]) -> list[list]:
+    """What the kernel would record for `obj` on `cases`: the cases make the
+    same trip as under the grader, then the check's probe runs them."""
+    return runner.run_student(check_.probe, obj, carried(cases))
 
 
 # --------------------------------------------------------------- entry ---
@@ -543,54 +489,15 @@ def _report_student(name: str, ok: bool, report: str, caller: Any) -> None:
         raise AssertionError(f"{len(failed)} check(s) failed: {', '.join(failed)} (details above)")
 
 
-@contextlib.contextmanager
-def checking_state() -> Iterator[None]:
-    """Run a check in the state its cases assume, and leave the process as it was.
-
-    A notebook may change process-wide settings before a test cell (a
-    float64 default dtype to check gradients by hand, gradients switched
-    off): the check builds its cases and probe networks in float32 with
-    gradients on all the same, so that its verdict does not depend on them,
-    in the grader as in the student's own run. Afterwards the default dtype,
-    the grad mode and the random generators (torch, NumPy's and Python's
-    global ones, which cases reseed) are as the notebook left them.
-    """
-    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
-    states = torch.get_rng_state(), np.random.get_state(), random.getstate()
-    torch.set_default_dtype(torch.float32)
-    torch.set_grad_enabled(True)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(dtype)
-        torch.set_grad_enabled(grad)
-        torch.set_rng_state(states[0])
-        np.random.set_state(states[1])
-        random.setstate(states[2])
-
-
-def check(name: str, obj: Any, *, hidden: bool = False) -> None:
-    """Run (or, under the autograder, record) the check ``"topic.name"`` on `obj`."""
-    __tracebackhide__ = True
-    with checking_state():
-        _check(name, obj, hidden, sys._getframe(1))
-
-
-def _check(name: str, obj: Any, hidden: bool, caller: Any) -> None:
+def check_here(name: str, obj: Any, hidden: bool, caller: Any) -> None:
+    """A student's own run: run check `name`'s cases on `obj`, show the
+    verdict, and raise once the test cell's last check ran if any failed."""
     __tracebackhide__ = True
     check_ = get_check(name)
-    probe_dir = os.environ.get(PROBE_DIR_ENV)
-    if probe_dir:
-        probe = Path(probe_dir)
-        seed = int((probe / PROBE_SEED_FILE).read_text().strip()) if hidden else None
-        entries = run_student(check_, obj, check_.make_cases(hidden, seed))
-        (probe / record_name(name, hidden)).write_text(encode(entries))
-        print(f"recorded {len(entries)} results of '{name}' for grading")
-        return
     cases = check_.make_cases(hidden)
-    ok, report = summary(check_, hidden, evaluate(check_, cases, run_student(check_, obj, cases)))
+    ok, report = summary(check_, hidden, evaluate(check_, cases, student_entries(check_, obj, cases)))
     _report_student(name, ok, report, caller)
 
 
 __all__ = ["Case", "Check", "CheckUnavailable", "Mistake", "NOT_APPLICABLE", "Raises", "cell_score",
-           "check", "checks_of", "forbidden", "get_check", "judge_record", "register"]
+           "checks_of", "get_check", "judge_record", "register", "student_entries", "write_cases"]

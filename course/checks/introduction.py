@@ -35,7 +35,6 @@ register(
         name="linear_rows",
         cases=_linear_cases,
         expected=lambda c: F.linear(c.args[0], c.args[1].T, c.args[2]),  # PyTorch's own layer maths
-        forbid=("torch.nn.functional.linear",),
         mistakes=[
             Mistake("Did you forget to add the bias b?", lambda c: c.args[0] @ c.args[1]),
             Mistake("Did you multiply by W transposed? With row vectors the product is x @ W, "

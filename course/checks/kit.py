@@ -8,10 +8,9 @@ oracle and its known mistakes; the plumbing lives here, written once:
   an exception);
 * mistakes as the chapter's oracle with knobs: `variant(oracle, **knobs)`,
   returning `NOT_APPLICABLE` where a knob makes no difference to a case;
-* modules: `build` (seeded construction), `load_weights` (copy known weights
-  in, with a clear error when the student's layer is missing or misshapen),
-  `run_modes` (a forward pass in training and in eval mode, without grad),
-  `parameter_table` (names, shapes and dtypes);
+* modules: `both_modes` (the expected result of `run_modes`), and, from
+  `course.probing.kit` (the kernel runs them): `build`, `load_weights`,
+  `run_modes`, `parameter_table`;
 * labels: `shape_of`, `describe`.
 """
 
@@ -24,7 +23,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .framework import NOT_APPLICABLE, Case, Raises
+from course.probing.cases import Case
+from course.probing.kit import build, load_weights, parameter_table, run_modes  # noqa: F401  (the chapters' checks use them as kit.*)
+
+from .framework import NOT_APPLICABLE, Raises
 
 NEG_INF = float("-inf")
 
@@ -78,69 +80,9 @@ def unless(applies: Callable[[Case], bool], output: Callable[[Case], Any]) -> Ca
 
 # ------------------------------------------------------------- modules ---
 
-def build(cls: Callable[..., nn.Module], *args: Any, **kwargs: Any) -> nn.Module:
-    """Construct the student's module with a fixed seed (its own random
-    initialisation is then the same on every run)."""
-    torch.manual_seed(0)
-    return cls(*args, **kwargs)
-
-
-def load_weights(module: nn.Module, weights: dict[str, torch.Tensor | None], why: str = "") -> None:
-    """Copy known weights into the student's module, by dotted parameter name.
-
-    ``{"W_q.weight": w, "W_q.bias": None}``: None means the contract says
-    that parameter does not exist (e.g. ``bias=False``). Raises a clear
-    AttributeError/ValueError (which becomes the feedback) when the module's
-    layout differs from the contract's; `why` is added to it.
-    """
-    params = dict(module.named_parameters())
-    buffers = dict(module.named_buffers())
-    for name, value in weights.items():
-        have = params.get(name, buffers.get(name))
-        if value is None:
-            if have is not None:
-                raise ValueError(f"the module has a parameter {name}, which the contract leaves out. {why}")
-            continue
-        if have is None:
-            raise AttributeError(f"the module has no parameter {name} (found: "
-                                 f"{', '.join(sorted(params)) or 'none'}). {why}")
-        if tuple(have.shape) != tuple(value.shape):
-            raise ValueError(f"{name} has shape {tuple(have.shape)}, the contract says "
-                             f"{tuple(value.shape)}. {why}")
-        with torch.no_grad():
-            have.copy_(value)
-
-
-def run_modes(module: nn.Module, forward: Callable[..., Any], *inputs: Any) -> dict[str, Any]:
-    """``forward(module, *inputs)`` in eval mode and in training mode, without grad.
-
-    A module whose contract has no dropout must give the same result in
-    both: checking both catches randomness a student added in training mode
-    only. The training pass runs first, on copies of `inputs`; the eval pass
-    gets the case's own, so a forward that changes its input in place
-    (``x += pe``) is reported as such by the harness's `inputs_unchanged`
-    check. Eval comes first in the result (and in `both_modes`): a module
-    wrong in both modes is reported under 'eval', one wrong only in training
-    mode under 'train', which a hint can name.
-    """
-    results = {}
-    for mode in ("train", "eval"):
-        module.train(mode == "train")
-        torch.manual_seed(0)
-        with torch.no_grad():
-            results[mode] = forward(module, *(copy.deepcopy(inputs) if mode == "train" else inputs))
-    return {"eval": results["eval"], "train": results["train"]}
-
-
 def both_modes(value: Any) -> dict[str, Any]:
     """The expected result of `run_modes` for a module without dropout."""
     return {"eval": value, "train": value}
-
-
-def parameter_table(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]:
-    """{parameter name: (shape, dtype)}: what the contract says a module holds."""
-    return {name: (tuple(p.shape), str(p.dtype).removeprefix("torch."))
-            for name, p in module.named_parameters()}
 
 
 # --------------------------------------------------------------- labels ---

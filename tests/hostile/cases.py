@@ -195,7 +195,7 @@ from pathlib import Path
 
 import course.checks
 from course.checks import framework
-from course.checks.plain import encode
+from course.probing.plain import encode
 from course.protocol import record_name
 
 
@@ -218,7 +218,7 @@ from pathlib import Path
 
 import course.checks
 from course.checks import framework
-from course.checks.plain import encode
+from course.probing.plain import encode
 from course.protocol import PROBE_SEED_FILE, record_name
 
 probe = Path(os.environ["COURSE_PROBE_DIR"])
@@ -236,7 +236,7 @@ import os
 from pathlib import Path
 
 from course.checks import framework
-from course.checks.plain import encode
+from course.probing.plain import encode
 from course.protocol import PROBE_SEED_FILE, record_name
 
 probe = Path(os.environ["COURSE_PROBE_DIR"])

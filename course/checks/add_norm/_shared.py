@@ -11,7 +11,7 @@ import torch
 
 from ..framework import NOT_APPLICABLE, Case, Mistake, mismatch
 from ..kit import variant, randn
-from ..plain import to_plain
+from course.probing.plain import to_plain
 
 EPS = 1e-5
 # float32 layer norm is good to about 1e-5 of the rows' spread; rows around 1000 with a spread of 8 lose a

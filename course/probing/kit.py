@@ -1,0 +1,76 @@
+"""Helpers the probes (the kernel side of the checks) share to run a student's module.
+
+`build` (seeded construction), `load_weights` (copy known weights in, with a
+clear error when the student's layer is missing or misshapen), `run_modes`
+(a forward pass in training and in eval mode, without grad) and
+`parameter_table` (names, shapes and dtypes): each returns the student's raw
+outputs, which the judge compares outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+
+def build(cls: Callable[..., nn.Module], *args: Any, **kwargs: Any) -> nn.Module:
+    """Construct the student's module with a fixed seed (its own random
+    initialisation is then the same on every run)."""
+    torch.manual_seed(0)
+    return cls(*args, **kwargs)
+
+
+def load_weights(module: nn.Module, weights: dict[str, torch.Tensor | None], why: str = "") -> None:
+    """Copy known weights into the student's module, by dotted parameter name.
+
+    ``{"W_q.weight": w, "W_q.bias": None}``: None means the contract says
+    that parameter does not exist (e.g. ``bias=False``). Raises a clear
+    AttributeError/ValueError (which becomes the feedback) when the module's
+    layout differs from the contract's; `why` is added to it.
+    """
+    params = dict(module.named_parameters())
+    buffers = dict(module.named_buffers())
+    for name, value in weights.items():
+        have = params.get(name, buffers.get(name))
+        if value is None:
+            if have is not None:
+                raise ValueError(f"the module has a parameter {name}, which the contract leaves out. {why}")
+            continue
+        if have is None:
+            raise AttributeError(f"the module has no parameter {name} (found: "
+                                 f"{', '.join(sorted(params)) or 'none'}). {why}")
+        if tuple(have.shape) != tuple(value.shape):
+            raise ValueError(f"{name} has shape {tuple(have.shape)}, the contract says "
+                             f"{tuple(value.shape)}. {why}")
+        with torch.no_grad():
+            have.copy_(value)
+
+
+def run_modes(module: nn.Module, forward: Callable[..., Any], *inputs: Any) -> dict[str, Any]:
+    """``forward(module, *inputs)`` in eval mode and in training mode, without grad.
+
+    A module whose contract has no dropout must give the same result in
+    both: checking both catches randomness a student added in training mode
+    only. The training pass runs first, on copies of `inputs`; the eval pass
+    gets the case's own, so a forward that changes its input in place
+    (``x += pe``) is reported as such by the harness's `inputs_unchanged`
+    check. Eval comes first in the result (and in `both_modes`): a module
+    wrong in both modes is reported under 'eval', one wrong only in training
+    mode under 'train', which a hint can name.
+    """
+    results = {}
+    for mode in ("train", "eval"):
+        module.train(mode == "train")
+        torch.manual_seed(0)
+        with torch.no_grad():
+            results[mode] = forward(module, *(copy.deepcopy(inputs) if mode == "train" else inputs))
+    return {"eval": results["eval"], "train": results["train"]}
+
+
+def parameter_table(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]:
+    """{parameter name: (shape, dtype)}: what the contract says a module holds."""
+    return {name: (tuple(p.shape), str(p.dtype).removeprefix("torch."))
+            for name, p in module.named_parameters()}

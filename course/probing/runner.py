@@ -1,0 +1,213 @@
+"""What runs a student's object on a case: the part of a check the kernel holds.
+
+Every check has a `Probe` here, registered by its chapter's module in
+`course.probing.calls` under the check's name (``"attention.softmax"``): how
+to call the student's object on a case (`call`), which library functions it
+may not use (`forbid`), and whether its inputs must be left unchanged. A
+probe holds no expected answer: what a call returns is the student's raw
+output (and what probe objects observed while it ran, such as the modes a
+probe network saw); every comparison, statistic and hint is made by the
+judge, outside the sandbox (`course.checks.framework`).
+
+Under the autograder (``COURSE_PROBE_DIR`` set), `record` reads the cases
+the grader wrote into the probe folder, runs the student's object on them
+and writes the raw results there, as plain data (`plain`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from course.protocol import PROBE_DIR_ENV, cases_name, record_name
+
+from .cases import Case, decode_cases
+from .plain import encode, raised, to_plain
+
+
+def default_call(obj: Any, case: Case) -> Any:
+    return obj(*case.args, **case.kwargs)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How the kernel runs one check's cases.
+
+    call: ``call(obj, case)`` returns the student's raw output on the case.
+    forbid: dotted names of library functions the exercise asks the student
+    not to use (``"torch.softmax"``); they raise while the call runs.
+    inputs_unchanged: the call must leave the case's arguments as they were
+    (the arguments after the call are recorded for the judge to compare).
+    """
+
+    name: str  # "topic.name", the check's qualified name
+    call: Callable[[Any, Case], Any] = default_call
+    forbid: Sequence[str] = ()
+    inputs_unchanged: bool = True
+
+
+_PROBES: dict[str, Probe] = {}
+
+
+class ProbeUnavailable(LookupError):
+    """No probe of that name (or its chapter's module failed to load)."""
+
+
+def register(*probes: Probe) -> None:
+    for p in probes:
+        if p.name in _PROBES:
+            raise ValueError(f"probe {p.name} registered twice")
+        _PROBES[p.name] = p
+
+
+def probes_of(topic: str) -> dict[str, Probe]:
+    """Every probe of one chapter, importing its module if need be."""
+    if not topic.isidentifier():
+        raise ProbeUnavailable(f"no probes for {topic!r}")
+    try:
+        importlib.import_module(f"{__package__}.calls.{topic}")
+    except ModuleNotFoundError as err:
+        if err.name == f"{__package__}.calls.{topic}":
+            raise ProbeUnavailable(f"no probes for chapter topic {topic!r}") from None
+        raise ProbeUnavailable(f"the probes of {topic!r} could not be loaded: {err}") from err
+    return {n: p for n, p in _PROBES.items() if n.partition(".")[0] == topic}
+
+
+def probe_of(qualified: str) -> Probe:
+    """The probe of the check called ``"topic.name"``."""
+    found = probes_of(qualified.partition(".")[0]).get(qualified)
+    if found is None:
+        raise ProbeUnavailable(f"no check named {qualified!r}: is the course package up to date?")
+    return found
+
+
+# --------------------------------------------------------------- running ---
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    """('torch.nn.functional.softmax') -> (the torch.nn.functional module, 'softmax')."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:-1]:
+            owner = getattr(owner, attr)
+        return owner, parts[-1]
+    raise ValueError(f"cannot resolve {dotted!r}")
+
+
+@contextlib.contextmanager
+def forbidden(names: Sequence[str]) -> Iterator[None]:
+    """Make the named library functions raise while the block runs."""
+    spots = [(*_resolve(n), n) for n in names]
+    saved = [(owner, attr, owner.__dict__.get(attr), attr in owner.__dict__) for owner, attr, _ in spots]
+
+    def refuse(what: str) -> Callable:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError(f"{what} is not allowed in this exercise: write it with basic tensor operations")
+        return refused
+
+    try:
+        for owner, attr, what in spots:
+            setattr(owner, attr, refuse(what))
+        yield
+    finally:
+        for owner, attr, old, had in saved:
+            if had:
+                setattr(owner, attr, old)
+            else:
+                delattr(owner, attr)
+
+
+def _mutable_inputs(case: Case) -> list[tuple[str, Any]]:
+    """(name, value) of the case's arguments a call could change in place."""
+    named = [(f"argument {i + 1}", a) for i, a in enumerate(case.args)] + list(case.kwargs.items())
+    return [(n, v) for n, v in named if isinstance(v, (torch.Tensor, np.ndarray, list, dict, set))]
+
+
+def inputs_snapshot(case: Case) -> list:
+    """The case's mutable arguments as plain data (what `inputs_unchanged` compares)."""
+    snap = []
+    for _, value in _mutable_inputs(case):
+        try:
+            snap.append(to_plain(sorted(value) if isinstance(value, set) else value))
+        except (TypeError, ValueError):  # holds something that is not plain data: not compared
+            snap.append(None)
+    return snap
+
+
+def input_names(case: Case) -> list[str]:
+    """The names `inputs_snapshot` lists its values under ("argument 1", "x", ...)."""
+    return [name for name, _ in _mutable_inputs(case)]
+
+
+def run_student(probe: Probe, obj: Any, cases: list[Case]) -> list[list]:
+    """Call the student's object on each case. Each entry is
+    ``[output, inputs after the call]`` as plain data; exceptions become
+    `Raised`."""
+    entries = []
+    for case in cases:
+        mine = copy.deepcopy(case)
+        try:
+            with forbidden(probe.forbid):
+                out = to_plain(probe.call(obj, mine))  # exactly what the judge will see
+        except Exception as exc:  # the student's bug is the feedback, not a crash
+            out = raised(exc)
+        entries.append([out, inputs_snapshot(mine) if probe.inputs_unchanged else []])
+    return entries
+
+
+@contextlib.contextmanager
+def checking_state() -> Iterator[None]:
+    """Run a check in the state its cases assume, and leave the process as it was.
+
+    A notebook may change process-wide settings before a test cell (a
+    float64 default dtype to check gradients by hand, gradients switched
+    off): the check runs its cases and probe networks in float32 with
+    gradients on all the same, so that its verdict does not depend on them,
+    in the grader as in the student's own run. Afterwards the default dtype,
+    the grad mode and the random generators (torch, NumPy's and Python's
+    global ones, which calls reseed) are as the notebook left them.
+    """
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    states = torch.get_rng_state(), np.random.get_state(), random.getstate()
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.set_rng_state(states[0])
+        np.random.set_state(states[1])
+        random.setstate(states[2])
+
+
+def record(name: str, obj: Any, hidden: bool, probe_dir: Path) -> None:
+    """Probe mode: run the student's object on the cases the grader handed
+    in for check `name` and write the raw results beside them."""
+    kind = "hidden" if hidden else "visible"
+    try:
+        text = (probe_dir / cases_name(name, hidden)).read_text()
+    except OSError:
+        print(f"no {kind} cases of '{name}' were handed in: this check is not graded here")
+        return
+    entries = run_student(probe_of(name), obj, decode_cases(text))
+    (probe_dir / record_name(name, hidden)).write_text(encode(entries))
+    print(f"recorded {len(entries)} results of '{name}' for grading")
+
+
+def probe_dir() -> Path | None:
+    """The probe folder when the grader runs this kernel (None in a student's own run)."""
+    where = os.environ.get(PROBE_DIR_ENV)
+    return Path(where) if where else None
