@@ -8,18 +8,18 @@ orders the book; the rest, e.g. ``attention``, names its modules
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from course.cells import CHAPTER_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
 COURSE = ROOT / "course"
 REFERENCE = COURSE / "reference"
-CHAPTER_ID = re.compile(r"^(\d\d)_([a-z][a-z0-9_]*)$")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ class Chapter:
     @property
     def reference_module(self) -> Path:
         return REFERENCE / f"{self.topic}.py"
+
+    @property
+    def visible_answers(self) -> Path:
+        """The answers a student's own run judges the visible checks against (`course.probing.practice`)."""
+        return COURSE / "visible" / f"{self.topic}.json"
 
 
 def all_chapters() -> list[Chapter]:

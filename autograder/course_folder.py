@@ -18,7 +18,8 @@ from pathlib import Path
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from course.protocol import JUPYTER_DIR, LIB_DIR, STATUS_DIR, kernel_name, source_stamp_name, stamp_name
+from course.protocol import (JUPYTER_DIR, LIB_DIR, STATUS_DIR, kernel_name, source_stamp_name, stamp_name,
+                             verdicts_name)
 
 from .chapters import ROOT, Chapter, course_files
 from .limits import Limits
@@ -74,6 +75,10 @@ class Course:
     def stamp(self, student: str) -> Path:
         return self.root / STATUS_DIR / stamp_name(student, self.ch.id)
 
+    def verdicts(self, student: str) -> Path:
+        """The judge's structured verdicts on the student's notebook (`judge.JudgeChecks`)."""
+        return self.root / STATUS_DIR / verdicts_name(student, self.ch.id)
+
     def is_graded(self, student: str) -> bool:
         return is_finished(self.autograded(student) / f"{self.ch.id}.ipynb")
 
@@ -88,6 +93,7 @@ class Course:
                        self.published_feedback(student)):
             shutil.rmtree(folder, ignore_errors=True)
         self.stamp(student).unlink(missing_ok=True)
+        self.verdicts(student).unlink(missing_ok=True)
 
     def stage(self, student: str, nb: NotebookNode, key: str, timestamp: str | None = None) -> bool:
         """Put the repaired notebook (and the time it was handed in, nbgrader's

@@ -39,10 +39,11 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from course.cells import SOLUTION_BEGIN, is_answer_cell, is_exported, without_solution_markers
 from course.protocol import HIDDEN_BEGIN
 
-from .chapters import REFERENCE, ROOT, Chapter, all_chapters
-from .release import INSTALL_URL, MARKERS
+from .chapters import REFERENCE, ROOT, Chapter, all_chapters, oracle_files
+from .release import INSTALL_URL
 from .schedule import Schedule, load_schedule
 
 MARK = ".student-edition"
@@ -70,6 +71,7 @@ def published_files(due: set[str]) -> list[Path]:
     """The repository files the edition holds when the chapters `due` are due."""
     tracked = _tracked()
     topics = {ch.topic for ch in all_chapters() if ch.id in due}
+    oracles = set(oracle_files())
     files = []
     for name in PUBLISHED:
         top = ROOT / name
@@ -80,6 +82,8 @@ def published_files(due: set[str]) -> list[Path]:
                 continue
             if f.parent == REFERENCE and f.name != "__init__.py" and f.stem not in topics:
                 continue  # the answers of a chapter not yet due (or of one without a solution yet)
+            if f in oracles:
+                continue  # the checks' trusted side: a student's own run judges against course/visible/
             files.append(f)
     return files
 
@@ -226,13 +230,13 @@ def answer_lines(ch: Chapter) -> list[tuple[set[str], int]]:
     blocks = []
     cells = nbformat.read(ch.solution, as_version=4).cells if ch.solution.is_file() else []
     for cell in cells:
-        if cell.metadata.get("nbgrader", {}).get("solution") or "export" in cell.metadata.get("tags", []):
+        if is_answer_cell(cell) or is_exported(cell):
             blocks.append(cell.source)
     if not blocks and ch.reference_module.is_file():
         blocks += _function_bodies(ch.reference_module.read_text())
     answers = []
     for block in blocks:
-        code = {ln.strip() for ln in block.splitlines()} - {"", *MARKERS}
+        code = {ln.strip() for ln in without_solution_markers(block).splitlines()} - {""}
         code = {ln for ln in code if not ln.startswith("#") and ln not in given}
         lines = {ln for ln in code if len(ln) >= MIN_ANSWER_LINE}
         if lines:  # evidence: the whole of a one-line answer, two lines of a longer one
@@ -252,13 +256,6 @@ def _function_bodies(source: str) -> list[str]:
             if body:
                 bodies.append("\n".join(lines[body[0].lineno - 1:body[-1].end_lineno]))
     return bodies
-
-
-def public_oracle_lines(lines: set[str]) -> set[str]:
-    """The answer lines that the checks' own oracles hold: published by the
-    course's design (the visible tests need them; see README), not counted."""
-    checks = "\n".join(p.read_text() for p in (ROOT / "course" / "checks").rglob("*.py"))
-    return {ln for ln in lines if ln in checks}
 
 
 def _texts(path: Path) -> list[str]:
@@ -286,8 +283,7 @@ def audit(dest: Path, not_due: list[Chapter]) -> list[str]:
     orphans = [Chapter(f"99_{p.stem}") for p in REFERENCE.glob("*.py")  # answers of chapters being written
                if p.stem not in known and p.name != "__init__.py"]
     for ch in not_due + orphans:
-        answers = [(lines - public_oracle_lines(lines), need) for lines, need in answer_lines(ch)]
-        secrets[ch.id] = [(lines, need) for lines, need in answers if len(lines) >= need]
+        secrets[ch.id] = [(lines, need) for lines, need in answer_lines(ch) if len(lines) >= need]
     for ch in not_due:
         if (dest / "course" / "reference" / f"{ch.topic}.py").exists():
             problems.append(f"course/reference/{ch.topic}.py: the reference answers of {ch.id}")
@@ -298,13 +294,15 @@ def audit(dest: Path, not_due: list[Chapter]) -> list[str]:
             continue
         if rel.parts[0] in ("solutions", "tests") or path.suffix == ".pyc":
             problems.append(f"{rel}: must not be published")
+        if rel.parts[:2] == ("course", "checks") and rel.name != "__init__.py":
+            problems.append(f"{rel}: the checks' oracles must not be published")
         texts += [(str(rel), t) for t in _texts(path)]
     if (dest / ".git").is_dir():  # every version ever committed, not just the last
         log = _git(dest, "log", "--all", "-p", "--format=commit %H").stdout
         for chunk in log.split("\ndiff --git a/")[1:]:
             texts.append((f"git history of {chunk.split(' b/', 1)[0]}", chunk))
     for where, text in texts:
-        for marker in (HIDDEN_BEGIN, MARKERS[0]):  # the grader's own code names them; a notebook must not
+        for marker in (HIDDEN_BEGIN, SOLUTION_BEGIN):  # the grader's own code names them; a notebook must not
             if marker in text and where.endswith(".ipynb"):
                 problems.append(f"{where}: holds {marker!r}")
         for chapter, answers in secrets.items():
@@ -320,4 +318,4 @@ def parse_when(value: str) -> dt.datetime:
     return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
 
 
-__all__ = ["answer_lines", "audit", "build_edition", "parse_when", "public_oracle_lines"]
+__all__ = ["answer_lines", "audit", "build_edition", "parse_when"]

@@ -18,7 +18,9 @@ process, which can forge them. The course's pipeline changes that:
    a plain text report, plus the partial score when some checks failed, or an
    error when all did (`cell_verdict`, which the self-check reuses).
    `SaveAutoGrades` then scores those outputs as usual. The probe folder is
-   removed once read.
+   removed once read. The same verdicts, as data (`course.probing.verdicts.record`),
+   go to a file of the grader's own (`verdicts_path`), which the instructor's
+   report reads (`autograder.report`).
 
 Whatever the kernel printed, raised or patched in a test cell is discarded.
 Records are read without following links, and an output of any other cell
@@ -28,41 +30,29 @@ replaced, so that feedback never shows hidden tests.
 
 from __future__ import annotations
 
-import ast
+import functools
+import hashlib
 import json
 import logging
 import os
 import shutil
 import stat
 from pathlib import Path
+from typing import Callable, Optional
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from course.checks import framework
-from course.protocol import HIDDEN_BEGIN, HIDDEN_END, PROBE_DIRNAME, cell_score, record_name
+from course.cells import check_calls, checks_in_source, defined_names, hidden_lines, is_answer_cell, uses_of
+from course.probing import runner, verdicts
+from course.probing.verdicts import Verdict
+from course.protocol import PROBE_DIRNAME, cell_score, record_name, verdicts_name
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 ECHO_REMOVED = NotebookNode(output_type="stream", name="stdout",
                             text="[output removed by the grader: it showed hidden test code]\n")
-
-
-def checks_in_source(source: str) -> list[tuple[str, bool]]:
-    """The ``check("name", obj, hidden=...)`` calls in a test cell's source."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        fname = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        if fname != "check" or not node.args or not isinstance(node.args[0], ast.Constant):
-            continue
-        hidden = any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value is True
-                     for k in node.keywords)
-        found.append((str(node.args[0].value), hidden))
-    return found
 
 
 def graded_calls(nb: NotebookNode) -> list[tuple[str, bool]]:
@@ -97,27 +87,10 @@ def _read_record(probe: Path, filename: str) -> str | None:
         return f.read(MAX_RECORD_BYTES + 1).decode("utf-8", errors="replace")
 
 
-def hidden_lines(source: str) -> set[str]:
-    """A test cell's hidden-test lines, markers included (stripped)."""
-    lines, inside = set(), False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            inside = True
-        if inside and line.strip():
-            lines.add(line.strip())
-        if HIDDEN_END in line:
-            inside = False
-    return lines
-
-
 def _shows_any(output: NotebookNode, lines: set[str]) -> bool:
     """Whether an output's text holds one of `lines` (compared as JSON text)."""
     text = json.dumps(output, ensure_ascii=False)
     return any(json.dumps(line, ensure_ascii=False)[1:-1] in text for line in lines)
-
-
-def _secret(path: str) -> bytes:
-    return Path(path).read_bytes()
 
 
 def _remove(probe: Path) -> None:
@@ -125,6 +98,16 @@ def _remove(probe: Path) -> None:
         probe.unlink()
     elif probe.exists():
         shutil.rmtree(probe)
+
+
+def _trusted_judge(name: str, hidden: bool, text: str | None, *, seed: int) -> tuple[bool, str]:
+    from course.checks import framework  # the oracles: the instructor's side only (a student edition has none)
+    return framework.judge_record(name, hidden, seed, text)
+
+
+def _seed(secret_file: str, info: dict) -> int:
+    from course.checks import framework
+    return framework.seed_for(Path(secret_file).read_bytes(), info["student"], info["assignment"])
 
 
 class PrepareProbes(NbGraderPreprocessor):
@@ -138,10 +121,25 @@ class PrepareProbes(NbGraderPreprocessor):
         probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
         _remove(probe)
         probe.mkdir()
-        info = resources["nbgrader"]
-        seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
-        framework.write_cases(probe, graded_calls(nb), seed)
+        from course.checks import framework
+        framework.write_cases(probe, graded_calls(nb), _seed(self.secret_file, resources["nbgrader"]))
         return nb, resources
+
+
+#: the version of the verdicts file's layout (`JudgeChecks`)
+VERDICTS_FORMAT = 1
+
+
+def verdicts_path(verdicts_dir: str | Path, student: str, assignment: str) -> Path:
+    """Where `JudgeChecks` writes its verdicts on one notebook as data."""
+    return Path(verdicts_dir) / verdicts_name(student, assignment)
+
+
+def report_digest(outputs: list) -> str:
+    """The digest of a test cell's verdict report (its stream outputs' text), which ties a verdicts
+    file's cell to the graded notebook's: a file left from another grading of it does not match."""
+    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class JudgeChecks(NbGraderPreprocessor):
@@ -150,65 +148,136 @@ class JudgeChecks(NbGraderPreprocessor):
     The kernel ran the hidden tests, so it could echo their code in a later
     cell's output (``print(In[-1])``): outputs that show a hidden-test line
     are removed too, so that feedback never shows them.
+
+    With `verdicts_dir` set (the course folder's status folder: see
+    `autograder.nbconfig`), the same verdicts are written there as data, one
+    JSON file per notebook (`verdicts_path`), never into the student's folder::
+
+        {"format": 1, "student": ..., "assignment": ..., "notebook": ...,
+         "cells": {grade id: {"digest": `report_digest` of the cell's outputs,
+                              "checks": [`course.probing.verdicts.record` of each check it calls]}}}
+
+    (``checks`` is empty for a cell that calls no check.)
     """
 
     secret_file = Unicode("", help="File holding the grading secret").tag(config=True)
+    verdicts_dir = Unicode("", help="Where to write each notebook's verdicts as data (the grader's "
+                                    "own folder, never the student's); empty: nowhere").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
-        info = resources["nbgrader"]
-        seed = framework.seed_for(_secret(self.secret_file), info["student"], info["assignment"])
+        seed = _seed(self.secret_file, resources["nbgrader"])
         secret_lines: set[str] = set()
+        cells = {}
+        answers = [c.source for c in nb.cells if c.cell_type == "code" and is_answer_cell(c)]
         for cell in nb.cells:
             if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
-                cell.outputs = cell_verdict(cell.source, float(cell.metadata.nbgrader["points"]), probe, seed,
-                                            self.log)
+                cell.outputs, records = judge_cell(cell.source, float(cell.metadata.nbgrader["points"]), probe,
+                                                   functools.partial(_trusted_judge, seed=seed), self.log)
+                flagged = forbidden_uses(cell.source, answers)
+                if flagged:
+                    cell.outputs[0].text += (f"⚠ For your instructor: your answers name {', '.join(flagged)}, which "
+                                             "this exercise asks you not to use. A person will read them; the "
+                                             "grader takes no points for it.\n")
+                cells[cell.metadata.nbgrader["grade_id"]] = {"digest": report_digest(cell.outputs),
+                                                             "checks": records, "flagged": flagged}
                 secret_lines |= hidden_lines(cell.source)
         for cell in nb.cells:
             if cell.cell_type == "code" and not utils.is_grade(cell):
                 cell.outputs = [ECHO_REMOVED if _shows_any(out, secret_lines) else out for out in cell.outputs]
         _remove(probe)  # read: the graded notebook's folder keeps only what nbgrader writes
+        if self.verdicts_dir:
+            self._write_verdicts(resources["nbgrader"], cells)
         return nb, resources
 
+    def _write_verdicts(self, info: dict, cells: dict) -> None:
+        path = verdicts_path(self.verdicts_dir, info["student"], info["assignment"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"format": VERDICTS_FORMAT, "student": info["student"], "assignment": info["assignment"],
+                "notebook": info["notebook"], "cells": cells}
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(data, ensure_ascii=False, indent=1))
+        os.replace(partial, path)  # a run stopped halfway leaves the old file or the new one, whole
 
-def cell_verdict(source: str, points: float, probe: Path, seed: int | None,
+
+def forbidden_uses(source: str, answers: list[str]) -> list[str]:
+    """The library functions that the checks a test cell calls forbid (their probes' `forbid`) and
+    that the answer cells defining the checked objects name (`course.cells.uses_of`). The sandbox
+    makes them raise while a check runs, but a notebook can call one elsewhere and hand the check
+    its result: the grader flags it, and a person decides."""
+    found: list[str] = []
+    try:
+        calls = check_calls(source)
+    except SyntaxError:
+        return found
+    for call in calls:
+        try:
+            forbid = runner.probe_of(call.name).forbid
+        except runner.CheckUnavailable:
+            continue
+        for answer in (a for a in answers if call.obj and call.obj in defined_names(a)):
+            found += [f for f in uses_of(answer, forbid) if f not in found]
+    return found
+
+
+#: ``judge(name, hidden, recorded text or None) -> (passed, report)``: one check's verdict; a
+#: `course.probing.verdicts.Verdict` (what the course's judges return) carries it as data too
+Judge = Callable[[str, bool, Optional[str]], tuple[bool, str]]
+
+
+def cell_verdict(source: str, points: float, probe: Path, judge: Judge,
                  log: logging.Logger | None = None) -> list[NotebookNode]:
-    """The outputs a test cell gets: the verdict on every check it calls.
+    """The outputs a test cell gets (`judge_cell`, without the records)."""
+    return judge_cell(source, points, probe, judge, log)[0]
+
+
+def judge_cell(source: str, points: float, probe: Path, judge: Judge,
+               log: logging.Logger | None = None) -> tuple[list[NotebookNode], list[dict]]:
+    """The outputs a test cell gets: the verdict on every check it calls;
+    and the same verdicts as data, one `course.probing.verdicts.record` per check.
 
     `source` is the cell's instructor source, `points` what it is worth,
-    `probe` the folder the kernel recorded results in, and `seed` the hidden
-    cases' seed (None: the fixed stand-in a student's own run uses). The
-    outputs are a plain text report, then, when some checks failed, the
-    partial score (`cell_score`) as the cell's result, or an error when
-    none passed: what nbgrader's own scoring reads.
+    `probe` the folder the kernel recorded results in, and `judge` decides
+    each check from its record (the grader's: `framework.judge_record` on
+    the cases drawn from the secret; a self-check's: the visible answers,
+    `course.probing.practice.judge_record`). The outputs are a plain text
+    report, then, when some checks failed, the partial score (`cell_score`)
+    as the cell's result, or an error when none passed: what nbgrader's own
+    scoring reads.
     """
     try:
         calls = checks_in_source(source)
     except SyntaxError:
         calls = []
     log = log or logging.getLogger(__name__)
-    verdicts = [_judge(name, hidden, seed, probe, log) for name, hidden in calls]
-    if not verdicts:
-        verdicts = [(False, "✗ this test cell calls no check(...): it cannot be graded.")]
-    passed = sum(ok for ok, _ in verdicts)
-    report = "\n".join(text for _, text in verdicts) + "\n"
+    judged = [_judge(name, hidden, judge, probe, log) for name, hidden in calls]
+    records = [v.record for v in judged]
+    if not judged:
+        judged = [Verdict(False, "✗ this test cell calls no check(...): it cannot be graded.", {})]
+    passed = sum(v.passed for v in judged)
+    report = "\n".join(v.text for v in judged) + "\n"
     outputs = [NotebookNode(output_type="stream", name="stdout", text=report)]
-    if passed == len(verdicts):
-        return outputs
-    score = cell_score(points, passed, len(verdicts))
+    if passed == len(judged):
+        return outputs, records
+    score = cell_score(points, passed, len(judged))
     if score:
         outputs.append(NotebookNode(output_type="execute_result", execution_count=None, metadata={},
                                     data={"text/plain": repr(score)}))
     else:
         outputs.append(NotebookNode(output_type="error", ename="CheckFailed",
                                     evalue="no check in this cell passed", traceback=[]))
-    return outputs
+    return outputs, records
 
 
-def _judge(name: str, hidden: bool, seed: int | None, probe: Path, log: logging.Logger) -> tuple[bool, str]:
-    record = _read_record(probe, record_name(name, hidden))
+def _judge(name: str, hidden: bool, judge: Judge, probe: Path, log: logging.Logger) -> Verdict:
+    text = _read_record(probe, record_name(name, hidden))
     try:
-        return framework.judge_record(name, hidden, seed if hidden else None, record)
+        got = judge(name, hidden, text)
     except Exception:  # a bug in the course's own check must not stop the batch
         log.exception("check %s failed inside the judge", name)
-        return False, f"✗ {name}: the grader could not evaluate this check (tell your instructor)."
+        return verdicts.unjudged(name, hidden, f"✗ {name}: the grader could not evaluate this check "
+                                 "(tell your instructor).", verdicts.JUDGE_ERROR)
+    if isinstance(got, Verdict):
+        return got
+    passed, report = got  # a plain pair: its record says no more than whether it passed
+    return Verdict(bool(passed), report, {**verdicts.record(name, hidden), "passed": bool(passed)})

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import re
-import textwrap
-
 import nbformat
 
+from course.cells import SOLUTION_BEGIN, checks_in_source, hidden_code, is_answer_cell
 from course.checks.framework import CheckUnavailable, get_check
 
 from .chapters import Chapter, repository_url
-from .judge import checks_in_source
-
-HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.S)
 
 
 def lint_solution(ch: Chapter) -> list[str]:
@@ -38,9 +33,9 @@ def lint_solution(ch: Chapter) -> list[str]:
         if not gid or gid in seen:
             problems.append(f"{where}: grade_id missing or duplicated")
         seen.add(gid)
-        if meta.get("solution") and "### BEGIN SOLUTION" not in cell.source:
-            problems.append(f"{where}: solution cell without ### BEGIN SOLUTION")
-        if meta.get("grade") and cell.cell_type == "code":
+        if is_answer_cell(cell) and SOLUTION_BEGIN not in cell.source:
+            problems.append(f"{where}: solution cell without {SOLUTION_BEGIN}")
+        if meta.get("grade") and cell.cell_type == "code":  # a graded code answer too: it fails as a test cell
             problems.extend(_lint_test_cell(where, cell, meta, ch.topic))
     return problems
 
@@ -50,7 +45,7 @@ def _lint_test_cell(where: str, cell, meta: dict, topic: str) -> list[str]:
     if not meta.get("locked") or not meta.get("points"):
         problems.append(f"{where}: test cells must be locked and worth points")
     calls = checks_in_source(cell.source)
-    hidden_calls = checks_in_source(textwrap.dedent("".join(HIDDEN_BLOCK.findall(cell.source))))
+    hidden_calls = checks_in_source(hidden_code(cell.source))
     visible = [n for n, h in calls if not h]
     hidden = [n for n, h in calls if h]
     if not visible:

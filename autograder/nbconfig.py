@@ -59,6 +59,7 @@ def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits, late_
     c.Autograde.autograde_preprocessors = AUTOGRADE_PREPROCESSORS
     c.PrepareProbes.secret_file = str(secret)
     c.JudgeChecks.secret_file = str(secret)
+    c.JudgeChecks.verdicts_dir = str(root / STATUS_DIR)  # the grader's own: the report reads them there
     c.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
     per_day = re.fullmatch(r"(\d+(?:\.\d+)?)\s*% per day", late_penalty)
     if per_day:

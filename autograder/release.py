@@ -1,13 +1,17 @@
-"""`python -m autograder release`: solutions/ -> chapters/ and course/reference/.
+"""`python -m autograder release`: solutions/ -> chapters/, course/reference/ and course/visible/.
 
 The student notebook is made by nbgrader's own ``generate_assignment`` (it
 strips solutions and hidden tests, locks test cells and adds checksums); the
 reference module is the solution notebook's cells tagged ``export``, with the
-solution markers removed.
+solution markers removed; the visible answers are the checks' visible cases
+with the oracle's answers and the known mistakes' outputs on them
+(`course.checks.framework.visible_data`), which a student's own run judges
+against, so that the package a student installs needs no oracle.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -17,10 +21,12 @@ from pathlib import Path
 
 import nbformat
 
+from course.cells import exported_code
+from course.checks.framework import visible_data
+
 from .chapters import Chapter, all_chapters, repository_url
 from .lint import lint_solution
 
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 INSTALL_URL = re.compile(r"git\+https?://[^\"\s]+")
 
 
@@ -36,22 +42,6 @@ def sync_setup_cell(ch: Chapter) -> None:
     if new != cell.source:
         cell.source = new
         nbformat.write(nb, ch.solution)
-
-
-def is_exported(cell: nbformat.NotebookNode) -> bool:
-    """Whether `release` copies the cell into the reference module: a code cell tagged ``export``
-    (the answer cells, and the cells of imports they need)."""
-    return cell.cell_type == "code" and "export" in cell.metadata.get("tags", [])
-
-
-def exported_code(nb: nbformat.NotebookNode) -> str:
-    """The code of a notebook's cells tagged ``export``, solution markers removed."""
-    blocks = []
-    for cell in nb.cells:
-        if is_exported(cell):
-            lines = [ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS]
-            blocks.append("\n".join(lines).strip("\n"))
-    return "\n\n\n".join(b for b in blocks if b) + "\n"
 
 
 def reference_source(ch: Chapter) -> str:
@@ -79,10 +69,10 @@ def generate_student_version(ch: Chapter, dest: Path) -> None:
 
 
 def release(chapters: list[Chapter] | None = None, out: Path | None = None) -> None:
-    """Regenerate the student notebooks and reference modules.
+    """Regenerate the student notebooks, reference modules and visible answers.
 
-    With `out`, write into out/chapters and out/reference instead (used by
-    the test that proves the committed files are up to date).
+    With `out`, write into out/chapters, out/reference and out/visible
+    instead (used by the test that proves the committed files are up to date).
     """
     for ch in chapters or all_chapters():
         if out is None:
@@ -95,4 +85,7 @@ def release(chapters: list[Chapter] | None = None, out: Path | None = None) -> N
         generate_student_version(ch, student_dir)
         ref_file.parent.mkdir(parents=True, exist_ok=True)
         ref_file.write_text(reference_source(ch))
+        answers = (out / "visible" / f"{ch.topic}.json") if out else ch.visible_answers
+        answers.parent.mkdir(parents=True, exist_ok=True)
+        answers.write_text(json.dumps(visible_data(ch.topic), indent=1) + "\n")
         print(f"released {ch.id}")

@@ -3,11 +3,19 @@
 For every chapter and every exercise (autograder test cell, or written
 answer graded by hand): how many students, the mean score, the share with
 full marks, and the most common reason for losing points, read from the
-verdicts the judge wrote into the autograded notebooks. A reason is the
-hint of the known mistake a failed case matched (the check's `Mistake`
-hints, see `course.checks.framework`), or one of a few plain categories
-("not attempted", "the test cell did not reach the check"); a written
-answer was not given, awaits grading by hand, or lost points there.
+verdicts the judge recorded as data for each autograded notebook (its
+verdicts file in the course folder's status folder: see
+`autograder.judge.JudgeChecks`; the text the test cells show is not parsed).
+A reason is the hint of the known mistake a failed case matched (the check's
+`Mistake` hints, see `course.checks.framework`), else the case's problem with
+the numbers left out, or one of a few plain categories ("not attempted", "the
+test cell did not reach the check"); a written answer was not given, awaits
+grading by hand, or lost points there.
+
+A notebook graded by a version of the grader that wrote no verdicts file (or
+whose file is not from the grading that made its autograded notebook) keeps
+its scores, and each point it lost has the reason `NO_RECORD`. (Grading the
+class again regrades it: the judge is part of what a grade depends on.)
 Written as ``report/index.html`` (one page: figures, and
 the three most common reasons per exercise), ``report/exercises.csv`` (the
 table, with the most common reason) and one score histogram and
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import html
+import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -26,23 +35,32 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 
-from course.checks.framework import CheckUnavailable, get_check
+from course.probing import verdicts
+from course.protocol import STATUS_DIR
 
 from .feedback import exercise_titles
+from .judge import VERDICTS_FORMAT, report_digest, verdicts_path
 from .selfcheck import written_answers
 
 NOT_ATTEMPTED = "not attempted (the stub still raises NotImplementedError)"
 NOT_REACHED = "the test cell did not reach the check (an error before it, or the kernel died or timed out)"
 OTHER = "a wrong result that matches no known mistake"
+UNREADABLE = "the recorded results were unreadable, or not the test's cases"
+NOT_JUDGED = "the grader could not judge the check (see the grading log)"
+NO_RECORD = "no verdict record (graded by an older version of the grader)"
 WRITTEN_EMPTY = "written answer not given"
 WRITTEN_PENDING = "written answer awaits grading by hand"
 WRITTEN_MARKED = "written answer: points taken off by hand"
 TOP_REASONS = 3  # reasons the HTML page lists per exercise
-_FAILED_CHECK = re.compile(r"^✗ (\S+): ")
-_CASE = re.compile(r"^  - case '.*?': ")
+#: a check's category (`course.probing.verdicts.record`) -> the reason it gives
+_CATEGORY_REASONS = {verdicts.NOT_IMPLEMENTED: NOT_ATTEMPTED, verdicts.NO_RESULTS: NOT_REACHED,
+                     verdicts.UNREADABLE: UNREADABLE, verdicts.UNAVAILABLE: NOT_JUDGED,
+                     verdicts.JUDGE_ERROR: NOT_JUDGED}
+# what a problem says of one student's numbers: where and by how much values differ, and any number
 _DETAIL = re.compile(r": largest error .*$")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?!\w|\.\d)")  # "got 29." too
-CATEGORIES = (NOT_ATTEMPTED, NOT_REACHED, OTHER, WRITTEN_EMPTY)  # after a named mistake as common as they are
+#: after a named mistake as common as they are
+CATEGORIES = (NOT_ATTEMPTED, NOT_REACHED, OTHER, WRITTEN_EMPTY, UNREADABLE, NOT_JUDGED, NO_RECORD)
 MISSING = "missing"  # the start of the status of a student who handed in no notebook (see `grade`)
 
 
@@ -55,6 +73,7 @@ class Exercise:
     max_score: float
     scores: list[float] = field(default_factory=list)
     reasons: Counter = field(default_factory=Counter)
+    flagged: dict[str, list[str]] = field(default_factory=dict)  # student: forbidden functions the answer names
 
     @property
     def mean(self) -> float:
@@ -72,59 +91,72 @@ class Exercise:
         return self.ranked_reasons()[0] if self.reasons else ("", 0)
 
 
-def failure_reason(report: str) -> str | None:
-    """Why a test cell lost points, from the judge's report on it (None: it did not).
+def failure_reason(checks: list[dict]) -> str | None:
+    """Why a test cell lost points, from the judge's verdict on each check it calls, as data
+    (`course.probing.verdicts.record`; None: it lost none).
 
-    The first failed check's first failed case decides: the hint of the known mistake it
-    matched, else its problem with the numbers left out ("expected dtype float64, got
-    float32", "raised RuntimeError: ..."), or a plain category."""
-    lines = report.splitlines()
-    for i, line in enumerate(lines):
-        failed = _FAILED_CHECK.match(line)
-        if not failed:
+    The first failed check decides: its category's reason ("not attempted", ...), else its first
+    failed case's: the hint of the known mistake it matched, else its problem with the numbers
+    left out ("expected dtype float64, got float32", "raised RuntimeError: ...")."""
+    for check in checks:
+        if check.get("passed"):
             continue
-        cases = [ln for ln in lines[i + 1:] if ln.startswith("  - case ")][:1]
-        text = cases[0] if cases else line
-        if "results were recorded" in line:
-            return NOT_REACHED
-        if "NotImplementedError" in text:
-            return NOT_ATTEMPTED
-        try:
-            check = get_check(failed.group(1))
-        except (CheckUnavailable, KeyError, ValueError):
-            check = None
-        hints = [m.hint for m in check.mistakes if m.hint] if check else []
-        found = sorted((text.find(h), h) for h in hints if h in text)
-        if found:
-            return found[0][1]
-        problem = _CASE.sub("", text) if cases else line[failed.end():]
-        if check and check.hint:
-            problem = problem.replace(check.hint, "")
-        problem = _DETAIL.sub("", problem)  # where and by how much: different for every student
+        if check.get("category"):
+            return _CATEGORY_REASONS.get(check["category"], OTHER)
+        case = (check.get("shown") or [{}])[0]
+        if case.get("mistake") and case.get("hint"):
+            return case["hint"]
+        problem = _DETAIL.sub("", case.get("problem") or "")  # where and by how much: every student's own
         return _NUMBER.sub("N", problem).strip().rstrip(".")[:200] or OTHER
-    return None
+    return OTHER if not checks else None  # a cell that calls no check earns nothing
 
 
-def _graded_cells(notebook: Path) -> dict[str, str]:
-    """{grade id: the judge's report} of an autograded notebook's test cells, and for its written
-    answers `WRITTEN_MARKED`, or `WRITTEN_EMPTY` where the student left the released text (nbgrader
-    then gives 0 itself)."""
-    nb = nbformat.read(notebook, as_version=4)
-    reports = {gid: WRITTEN_MARKED if answered else WRITTEN_EMPTY for gid, _, answered in written_answers(nb)}
+def _recorded(out: Path, student: str, assignment: str, notebook: str) -> dict:
+    """{grade id: {"digest", "checks"}} from the judge's verdicts file on a notebook ({} without one)."""
+    try:
+        data = json.loads(verdicts_path(out / "nbgrader" / STATUS_DIR, student, assignment).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != VERDICTS_FORMAT or data.get("notebook") != notebook:
+        return {}
+    return data["cells"] if isinstance(data.get("cells"), dict) else {}
+
+
+def graded_cells(out: Path, student: str, assignment: str,
+                 notebook: str | None = None) -> dict[str, list[dict] | str]:
+    """{grade id: what the grader decided} in a student's autograded notebook (`notebook`, by default
+    the assignment's own name) in OUT ({} without one): for a test cell, the judge's verdict on each
+    check it calls, as data, or `NO_RECORD` where its verdicts file holds none from the grading that
+    made this notebook (the digest of the cell's report differs); for a written answer `WRITTEN_MARKED`,
+    or `WRITTEN_EMPTY` where the student left the released text (nbgrader then gives 0 itself)."""
+    notebook = notebook or assignment
+    path = out / "nbgrader" / "autograded" / student / assignment / f"{notebook}.ipynb"
+    if not path.is_file():
+        return {}
+    nb = nbformat.read(path, as_version=4)
+    cells: dict[str, list[dict] | str] = {gid: WRITTEN_MARKED if answered else WRITTEN_EMPTY
+                                          for gid, _, answered in written_answers(nb)}
+    recorded = _recorded(out, student, assignment, notebook)
     for cell in nb.cells:
         if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
-            reports[cell.metadata.nbgrader["grade_id"]] = "".join(o.get("text", "") for o in cell.outputs
-                                                   if o.get("output_type") == "stream")
-    return reports
+            gid = cell.metadata.nbgrader["grade_id"]
+            entry = recorded.get(gid)
+            ok = (isinstance(entry, dict) and entry.get("digest") == report_digest(cell.outputs)
+                  and isinstance(entry.get("checks"), list))
+            cells[gid] = entry["checks"] if ok else NO_RECORD
+    return cells
 
 
-def _reason(report: str, awaits_manual_grading: bool) -> str:
-    """Why an exercise lost points: a written answer's fate, or the test cell's `failure_reason`."""
-    if report == WRITTEN_MARKED and awaits_manual_grading:
+def _reason(cell: list[dict] | str | None, awaits_manual_grading: bool) -> str:
+    """Why an exercise lost points: a written answer's fate, `NO_RECORD`, or the test cell's
+    `failure_reason` (`OTHER` for a cell the autograded notebook lacks, or no notebook at all)."""
+    if cell == WRITTEN_MARKED and awaits_manual_grading:
         return WRITTEN_PENDING
-    if report in (WRITTEN_EMPTY, WRITTEN_MARKED):
-        return report
-    return failure_reason(report) or OTHER
+    if isinstance(cell, str):
+        return cell
+    if cell is None:
+        return OTHER
+    return failure_reason(cell) or OTHER
 
 
 def collect(out: Path) -> tuple[dict[str, list[float]], dict[str, float], list[Exercise]]:
@@ -140,20 +172,26 @@ def collect(out: Path) -> tuple[dict[str, list[float]], dict[str, float], list[E
                 totals[row["assignment"]].append(float(row["score"]))
             statuses[(row["student_id"], row["assignment"])] = row["status"]
     exercises: dict[tuple[str, str], Exercise] = {}
-    reports: dict[tuple[str, str], dict[str, str]] = {}
+    graded: dict[tuple[str, str], dict[str, list[dict] | str]] = {}
+    recorded: dict[tuple[str, str], dict] = {}
     with open(out / "exercises.csv") as f:
         for row in csv.DictReader(f):
             key = (row["assignment"], row["grade_id"])
             ex = exercises.setdefault(key, Exercise(row["assignment"], row["grade_id"], float(row["max_score"])))
             score = float(row["score"])
             ex.scores.append(score)
+            where = (row["student_id"], row["assignment"])
+            if where not in recorded:
+                recorded[where] = _recorded(out, *where, row["notebook"])
+            flagged = (recorded[where].get(row["grade_id"]) or {}).get("flagged")
+            if flagged:
+                ex.flagged[row["student_id"]] = flagged
             if score < ex.max_score:
                 where = (row["student_id"], row["assignment"])
-                if where not in reports:
-                    path = out / "nbgrader" / "autograded" / row["student_id"] / row["assignment"] / f"{row['notebook']}.ipynb"
-                    reports[where] = _graded_cells(path) if path.is_file() else {}
+                if where not in graded:
+                    graded[where] = graded_cells(out, row["student_id"], row["assignment"], row["notebook"])
                 awaits = "awaits manual grading" in statuses.get(where, "")
-                ex.reasons[_reason(reports[where].get(row["grade_id"], ""), awaits)] += 1
+                ex.reasons[_reason(graded[where].get(row["grade_id"]), awaits)] += 1
     return totals, maxima, list(exercises.values())
 
 
@@ -242,11 +280,14 @@ def write_report(out: Path) -> Path:
         titles = _titles(out, chapter)
         for ex in by_chapter[chapter]:
             reasons = "".join(f"<li>{html.escape(r)} ({n})</li>" for r, n in ex.ranked_reasons()[:TOP_REASONS])
+            flags = ("<p>Answers that name a function this exercise forbids (read them): " + ", ".join(
+                f"{html.escape(who)} ({html.escape(', '.join(names))})" for who, names in sorted(ex.flagged.items()))
+                + "</p>") if ex.flagged else ""  # the judge cannot tell how a result was made: a person can
             name = html.escape(titles.get(ex.grade_id, ""))
             parts.append(f"<tr><td>{name + '<br>' if name else ''}<code>{html.escape(ex.grade_id)}</code></td>"
                          f"<td class='n'>{ex.mean:.2f} / "
                          f"{ex.max_score:g}</td><td class='n'>{100 * ex.full_share:.0f}%</td>"
-                         f"<td>{f'<ol>{reasons}</ol>' if reasons else '—'}</td></tr>")
+                         f"<td>{f'<ol>{reasons}</ol>' if reasons else '—'}{flags}</td></tr>")
         parts.append("</table>")
     page = folder / "index.html"
     page.write_text("\n".join(parts) + "\n")

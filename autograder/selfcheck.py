@@ -1,12 +1,15 @@
 """`python -m autograder check NOTEBOOK`: a student's self-check.
 
 Runs the notebook top to bottom the way the grader does: nbgrader's own
-Execute preprocessor, with every ``check(...)`` in probe mode (recording
-what the student's code returned), then the judge's own verdict
-(`autograder.judge.cell_verdict`) for each test cell, scored with nbgrader's
-rule. So each exercise gets exactly the points the grader's visible tests
-give it, partial credit included; only the hidden tests (absent from a
-student's copy) are left for grading. Written answers (nbgrader's manually
+Execute preprocessor, with the visible cases handed in as data and every
+``check(...)`` in probe mode (recording what the student's code returned),
+then a verdict for each test cell made as the judge makes it
+(`autograder.judge.cell_verdict`), against the visible answers the release
+shipped (`course.probing.practice`: no oracle is needed, so it runs in a
+student edition), scored with nbgrader's rule. So each exercise gets the
+points the grader's visible tests give it, partial credit included (the
+grader draws the visible cases' numbers afresh); only the hidden tests
+(absent from a student's copy) are left for grading. Written answers (nbgrader's manually
 graded answer cells) are listed, answered or not, and left out of the score:
 the instructor grades them by hand.
 """
@@ -21,7 +24,7 @@ import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
-from course.checks.framework import DEFAULT_HIDDEN_SEED, write_cases
+from course.probing import practice
 from course.protocol import PROBE_DIR_ENV
 
 from .judge import cell_verdict, graded_calls
@@ -51,7 +54,7 @@ def score_cells(nb: nbformat.NotebookNode, probe: Path) -> list[tuple[str, float
         if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
             continue
         points = float(cell.metadata.nbgrader["points"])
-        cell.outputs = cell_verdict(cell.source, points, probe, DEFAULT_HIDDEN_SEED)
+        cell.outputs = cell_verdict(cell.source, points, probe, practice.judge_record)
         score, _ = utils.determine_grade(cell)
         scores.append((cell.metadata.nbgrader["grade_id"], float(score or 0), points, cell.outputs[0].text))
     return scores
@@ -70,7 +73,7 @@ def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
     nb = nbformat.read(notebook, as_version=4)
     with tempfile.TemporaryDirectory(prefix="course-self-check-") as tmp:
         probe = Path(tmp)
-        write_cases(probe, graded_calls(nb), DEFAULT_HIDDEN_SEED)
+        practice.write_visible_cases(probe, graded_calls(nb))
         _run_recording(nb, notebook.parent.resolve(), probe, timeout)
         scores = score_cells(nb, probe)
     print(f"Self-check of {notebook.name} (visible tests only; hidden tests run when it is graded)\n")

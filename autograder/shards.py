@@ -20,6 +20,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from course.protocol import STATUS_DIR, verdicts_name
+
 from .chapters import all_chapters
 from .feedback import install_mathjax
 from .report import write_report
@@ -83,6 +85,10 @@ def merge(out: Path, shards: list[Path], db_url: str | None = None) -> list[Row]
         _copy_files(shard / "feedback" / student / chapter, out / "feedback" / student / chapter, "*.html")
         _copy_files(shard / "nbgrader" / "autograded" / student / chapter,  # the report's failure reasons
                     out / "nbgrader" / "autograded" / student / chapter, "*.ipynb")
+        verdicts = shard / "nbgrader" / STATUS_DIR / verdicts_name(student, chapter)  # ... as the judge recorded them
+        if verdicts.is_file():
+            (out / "nbgrader" / STATUS_DIR).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(verdicts, out / "nbgrader" / STATUS_DIR / verdicts.name)
     if origin:
         install_mathjax(out / "feedback")  # the pages load it by a relative path
     write_csvs(out, rows, cells)

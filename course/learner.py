@@ -33,13 +33,11 @@ from typing import Any
 
 import nbformat
 import torch
-from nbgrader import utils
 
-from autograder.chapters import CHAPTER_ID
-from autograder.release import exported_code, is_exported
-from course.checks import framework
-from course.checks.framework import CheckUnavailable, get_check
-from course.probing.plain import Raised
+from course.cells import CHAPTER_ID, check_calls, exported_code, is_exported, is_test_cell
+from course.probing import practice
+from course.probing.runner import CheckUnavailable
+from course.probing.verdicts import not_implemented
 from course.parts import PIECES, Parts
 
 MANIFEST = "collected.json"  # in the package: where each module came from, which checks its answers face
@@ -98,15 +96,13 @@ def _defined(source: str) -> list[str]:
 
 
 def _visible_checks(source: str) -> list[tuple[str, str]]:
-    """(check, name of the object it is given) of each visible ``check("topic.name", obj)`` in a cell."""
+    """(check, name of the object it is given) of each visible `check_calls` call of a cell that is
+    given an object by name (one given an expression cannot be looked up in the learner's module)."""
     try:
-        tree = ast.parse(source)
+        calls = check_calls(source)
     except SyntaxError:
         return []
-    return [(node.args[0].value, node.args[1].id) for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check"
-            and len(node.args) == 2 and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[1], ast.Name) and not node.keywords]
+    return [(call.name, call.obj) for call in calls if not call.hidden and call.obj is not None]
 
 
 def checks_by_answer(nb: nbformat.NotebookNode) -> dict[str, list[tuple[str, str]]]:
@@ -118,7 +114,7 @@ def checks_by_answer(nb: nbformat.NotebookNode) -> dict[str, list[tuple[str, str
     for cell in nb.cells:
         if is_exported(cell):
             pending += _defined(cell.source)
-        elif cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+        elif is_test_cell(cell):
             calls = _visible_checks(cell.source)
             for name in pending:
                 out.setdefault(name, []).extend([c for c in calls if c[1] == name] or calls)
@@ -276,16 +272,14 @@ def _import_modules(package: str, topics: list[str]) -> tuple[dict[str, types.Mo
 
 
 def visible_problem(qualified: str, obj: Any) -> str | None:
-    """Run the visible cases of check `qualified` on `obj` here; None if it passes, else why not."""
+    """Run the visible cases of check `qualified` on `obj` here, judged against the released
+    visible answers (`course.probing.practice`); None if it passes, else why not."""
     try:
-        check_ = get_check(qualified)
+        passed, _, entries = practice.judge_visible(qualified, obj)
     except CheckUnavailable as err:
         return f"check {qualified} unavailable ({err})"
-    cases = check_.make_cases(False)
-    entries = framework.student_entries(check_, obj, cases)
-    if any(isinstance(out, Raised) and "NotImplementedError" in out.names for out, _ in entries):
+    if any(not_implemented(out) for out, _ in entries):
         return "not implemented"
-    passed, _ = framework.summary(check_, False, framework.evaluate(check_, cases, entries))
     return None if passed else f"fails check {qualified}"
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import ipywidgets as widgets
 
-from .checks.framework import PROBE_DIR_ENV
+from .protocol import PROBE_DIR_ENV
 
 
 def implemented_or_reference(student_fn: Callable, reference: str, *probe_args: Any) -> Callable:

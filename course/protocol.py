@@ -63,7 +63,8 @@ SECRET_ENV = "COURSE_GRADING_SECRET"
 
 #: nbgrader's configuration, written by the grader for each chapter
 CONFIG_FILE = "nbgrader_config.json"
-#: what happened while each notebook ran (`status_name`), and the grader's input stamps (`stamp_name`)
+#: what happened while each notebook ran (`status_name`), the grader's input stamps (`stamp_name`), and
+#: the judge's verdicts as data (`verdicts_name`): the grader's own, never in a student's folder
 STATUS_DIR = "status"
 #: one private folder per kernel for its IPC sockets (the sandbox has no network)
 SOCKETS_DIR = "sockets"
@@ -83,6 +84,12 @@ def kernel_name(assignment: str) -> str:
 def status_name(student: str, assignment: str) -> str:
     """The file (in `STATUS_DIR`) noting how one notebook's run went."""
     return f"{student}--{assignment}.json"
+
+
+def verdicts_name(student: str, assignment: str) -> str:
+    """The file (in `STATUS_DIR`) where the judge records its verdict on every check of one
+    notebook's test cells, as data (`autograder.judge.JudgeChecks`; the instructor's report reads it)."""
+    return f"{student}--{assignment}.verdicts.json"
 
 
 def stamp_name(student: str, assignment: str) -> str:

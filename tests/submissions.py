@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 
 from autograder.chapters import Chapter
-from autograder.release import MARKERS, exported_code
+from course.cells import (check_calls, exported_code, grade_id, is_answer_cell, is_test_cell,
+                          without_solution_markers)
 from course.checks import framework
 from course.checks.framework import Check
 
@@ -34,13 +35,7 @@ class Mutant:
 def solution_sources(ch: Chapter) -> dict[str, str]:
     """grade_id -> the reference answer, solution markers removed."""
     nb = nbformat.read(ch.solution, as_version=4)
-    out = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            out[meta["grade_id"]] = "\n".join(
-                ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS)
-    return out
+    return {grade_id(cell): without_solution_markers(cell.source) for cell in nb.cells if is_answer_cell(cell)}
 
 
 def apply_edits(source: str, edits: tuple[tuple[str, str], ...], label: str) -> str:
@@ -55,9 +50,8 @@ def student_notebook(ch: Chapter, answers: dict[str, str]) -> nbformat.NotebookN
     """The released notebook with the given answer cells filled in."""
     nb = nbformat.read(ch.student, as_version=4)
     for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in answers:
-            cell.source = answers[gid]
+        if grade_id(cell) in answers:
+            cell.source = answers[grade_id(cell)]
     return nb
 
 
@@ -106,7 +100,7 @@ def as_module(nb: nbformat.NotebookNode, name: str) -> types.ModuleType:
 
 @dataclass(frozen=True)
 class Call:
-    """One ``check("topic.name", obj, hidden=...)`` in a test cell."""
+    """One ``check("topic.name", obj, hidden=...)`` in a test cell (`course.cells.check_calls`)."""
 
     check: Check
     obj: str  # the name the cell passes, looked up in the answers' module
@@ -117,23 +111,20 @@ def cells_of(ch: Chapter) -> dict[str, list[Call]]:
     """{test cell grade id: the checks it calls}, from the solution notebook."""
     cells = {}
     for cell in nbformat.read(ch.solution, as_version=4).cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("grade") or meta.get("solution"):
+        if not is_test_cell(cell):
             continue
-        calls = []
-        for node in ast.walk(ast.parse(cell.source)):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check":
-                hidden = any(k.arg == "hidden" and k.value.value is True for k in node.keywords)
-                calls.append(Call(framework.get_check(node.args[0].value), node.args[1].id, hidden))
-        cells[meta["grade_id"]] = calls
+        calls = check_calls(cell.source)
+        if any(call.obj is None for call in calls):
+            raise ValueError(f"{ch.id}, cell {grade_id(cell)}: give every check(...) its object by name")
+        cells[grade_id(cell)] = [Call(framework.get_check(call.name), call.obj, call.hidden) for call in calls]
     return cells
 
 
 def verdicts(calls: list[Call], answers: types.ModuleType, seed: int | None) -> list[tuple[bool, str]]:
-    """(passed, report) of each check a cell calls, hidden ones on `seed`."""
+    """(passed, report) of each check a cell calls, its cases drawn from `seed` as the grader draws them."""
     out = []
     for call in calls:
-        cases = call.check.make_cases(call.hidden, seed if call.hidden else None)
+        cases = call.check.make_cases(call.hidden, seed)
         entries = framework.student_entries(call.check, getattr(answers, call.obj), cases)
         out.append(framework.summary(call.check, call.hidden, framework.evaluate(call.check, cases, entries)))
     return out

@@ -8,8 +8,9 @@ For every chapter:
 * every mutant in ``tests/mutants`` loses points in the test cells it names,
   on every seed, and the feedback there shows the hint it declares;
 * the released stub fails every check as "not implemented";
-* student mode (what a test cell shows in Jupyter) and the judge's verdict
-  from recorded results agree on every visible check;
+* student mode (what a test cell shows in Jupyter, judged against the
+  released visible answers) and the judge's verdict from recorded results
+  agree on every visible check;
 * a notebook that changed process-wide settings before its test cells (the
   default dtype, the grad mode, the random seed) keeps full marks, and finds
   those settings as it left them.
@@ -19,7 +20,6 @@ autograder, on one seed.
 
 from __future__ import annotations
 
-import copy
 import importlib
 from types import ModuleType
 
@@ -31,6 +31,7 @@ from autograder.chapters import Chapter, all_chapters
 from course.checks import check, framework
 from course.checks.framework import NOT_APPLICABLE, Check, checks_of, mismatch
 from course.probing.plain import Raised, encode, to_plain
+from course.probing import practice
 from course.probing.runner import probes_of
 from course.protocol import PROBE_DIR_ENV, record_name
 from mutants import mutants_for
@@ -120,8 +121,9 @@ def test_mutant_loses_points_and_shows_its_hint_on_every_seed(ch, mutant):
 
 @pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
 def test_student_mode_agrees_with_the_judge(ch):
-    """What a test cell shows in Jupyter is what the grader decides from the
-    recorded results, for the solution and every mutant."""
+    """What a test cell shows in Jupyter (judged against the released visible answers, with no
+    oracle) is what the grader decides from the recorded results against the oracle, for the
+    solution and every mutant."""
     answers = solution_sources(ch)
     variants = {"solution": answers}
     for m in mutants_for(ch.topic):
@@ -130,11 +132,10 @@ def test_student_mode_agrees_with_the_judge(ch):
         module = as_module(student_notebook(ch, variant), f"variant_{ch.topic}")
         for calls in cells_of(ch).values():
             for call in (c for c in calls if not c.hidden):
-                cases = call.check.make_cases(False)
-                entries = framework.student_entries(call.check, getattr(module, call.obj), copy.deepcopy(cases))
-                shown = framework.summary(call.check, False, framework.evaluate(call.check, cases, entries))
-                judged = framework.judge_record(call.check.qualified_name, False, None, encode(entries))
-                assert shown == judged, f"{name}: {call.check.qualified_name}"
+                qualified = call.check.qualified_name
+                shown, report, entries = practice.judge_visible(qualified, getattr(module, call.obj))
+                judged = framework.judge_record(qualified, False, None, encode(entries))
+                assert (shown, report) == judged, f"{name}: {qualified}"
 
 
 @pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
@@ -161,7 +162,7 @@ def test_process_wide_settings_change_no_verdict_and_are_left_as_they_were(ch, t
         torch.set_grad_enabled(True)
     for c in calls:
         name = c.check.qualified_name
-        ok, report = framework.judge_record(name, c.hidden, seed if c.hidden else None,
+        ok, report = framework.judge_record(name, c.hidden, seed,
                                             (tmp_path / record_name(name, c.hidden)).read_text())
         assert ok, report
     monkeypatch.delenv(PROBE_DIR_ENV)  # the student's own run (Jupyter, the self-check): no check raises

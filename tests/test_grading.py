@@ -1,6 +1,8 @@
 """Every chapter through the real autograder: the reference solution gets full
-marks, the released stub gets zero, and every mutant loses points where it
-should. One `grade` run per chapter grades all of that chapter's notebooks."""
+marks, the released stub and three forgers (`hostile.forgeries`) get zero, and
+a representative share of the mutants lose points where they should (all of
+them do in test_checks, in process, on every seed). One `grade` run per
+chapter grades all of that chapter's notebooks."""
 
 from __future__ import annotations
 
@@ -23,13 +25,21 @@ from autograder.chapters import Chapter, all_chapters
 from autograder.execute import GuardedExecute
 from autograder.intake import STUDENT_ID
 from autograder.limits import chapter_limits, notebook_budget
-from autograder.report import NOT_ATTEMPTED, WRITTEN_EMPTY, WRITTEN_PENDING, collect, failure_reason, write_report
+from autograder.report import (NOT_ATTEMPTED, WRITTEN_EMPTY, WRITTEN_PENDING, collect, failure_reason, graded_cells,
+                               write_report)
+from course.checks.framework import Raises, checks_of
+from course.probing.plain import encode
 from course.protocol import STATUS_DIR, status_name
+from hostile.forgeries import FORGERIES
 from mutants import mutants_for
-from submissions import apply_edits, as_module, cells_of, mutated, solution_sources, solved, student_notebook, verdicts, write
+from submissions import (apply_edits, as_module, cells_of, lean, mutated, solution_sources, solved, student_notebook,
+                         verdicts, write)
 
 CHAPTERS = all_chapters()
-MUTANTS = [(ch, m) for ch in CHAPTERS for m in mutants_for(ch.topic)]
+#: the mutants graded through the real autograder: a representative share (every third, in the order
+#: their files declare them); test_checks runs every mutant in process, on every seed
+REAL_SHARE = 3
+MUTANTS = [(ch, m) for ch in CHAPTERS for m in mutants_for(ch.topic)[::REAL_SHARE]]
 # With pytest-xdist (`make test` runs two workers), the tests of one chapter
 # prefer one worker; `graded` makes sure each chapter is graded once anyway.
 GRADED = [pytest.param(ch, marks=pytest.mark.xdist_group(ch.id), id=ch.id) for ch in CHAPTERS]
@@ -109,10 +119,45 @@ def _grade_chapter(ch, base: Path) -> None:
     write(student_notebook(ch, importer), subs, "imports-reference", ch)
     if ch.id == SLOWEST.id:
         write(looping_stub(ch), subs, LOOPING, ch)
-    for m in mutants_for(ch.topic):
+    for m in mutants_for(ch.topic)[::REAL_SHARE]:
         write(mutated(ch, m), subs, slug(m.name), ch)
+    for name in FORGERIES:
+        write(forged(ch, name), subs, f"forge-{name}", ch)
     subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(base / "out")],
                    check=True)
+
+
+def forged(ch: Chapter, name: str) -> nbformat.NotebookNode:
+    """The released notebook (stubs unsolved, `lean`) with one of `hostile.forgeries`' cells: the
+    ``oracle-check`` forger right after the cell that imports ``check``, the others at the end."""
+    nb = lean(nbformat.read(ch.student, as_version=4))
+    source = FORGERIES[name]
+    if name == "contract-facts":
+        facts = {}
+        for check_ in checks_of(ch.topic).values():
+            answers = [check_.expected(c) for c in check_.make_cases(False)]
+            answers = [a for a in answers if not isinstance(a, Raises)]
+            if answers:
+                facts[check_.qualified_name] = encode(answers[0])
+        source = source.format(facts=json.dumps(facts))
+    cell = nbformat.v4.new_code_cell(source)
+    if name == "oracle-check":
+        at = next(i for i, c in enumerate(nb.cells) if "from course.checks import check" in c.source) + 1
+        nb.cells.insert(at, cell)
+    else:
+        nb.cells.append(cell)
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ch", GRADED)
+def test_forgers_score_zero(ch, tmp_path_factory):
+    """Records written from whatever the sandbox holds earn nothing: the sandbox holds no oracle, and
+    the judge draws every case, visible ones too, from the grading secret (`hostile.forgeries`)."""
+    rows = graded(ch, tmp_path_factory).rows
+    for name in FORGERIES:
+        row = rows[f"forge-{name}"]
+        assert row["status"] == "graded" and float(row["score"]) == 0.0, (name, row)
 
 
 @pytest.mark.slow
@@ -156,12 +201,13 @@ _VERDICT = re.compile(r"^([✓✗]) (\S+): .*\bvisible\b", re.M)
 @pytest.mark.parametrize("ch", GRADED)
 def test_notebook_verdicts_equal_the_graders_visible_verdicts(ch, tmp_path_factory):
     """What the test cells show a student in Jupyter (and the self-check's
-    score) equals the grader's verdict on the visible checks, cell by cell,
-    for the solution, the stub and every mutant."""
+    score) equals the grader's verdict on the visible checks (their numbers
+    drawn afresh), cell by cell, for the solution, the stub and every mutant
+    graded."""
     result = graded(ch, tmp_path_factory)
     answers = solution_sources(ch)
     notebooks = {SOLUTION: answers, STUB: None}
-    for m in mutants_for(ch.topic):
+    for m in mutants_for(ch.topic)[::REAL_SHARE]:
         notebooks[slug(m.name)] = {**answers, m.cell: apply_edits(answers[m.cell], m.edits, m.name)}
     for student, variant in notebooks.items():
         nb = nbformat.read(ch.student, 4) if variant is None else student_notebook(ch, variant)
@@ -234,10 +280,10 @@ def test_cell_limits_are_a_generous_multiple_of_the_reference_cells_times(ch, tm
 @pytest.mark.slow
 @pytest.mark.parametrize("ch", GRADED)
 def test_instructor_report_names_why_points_were_lost(ch, tmp_path_factory):
-    """The report's exercise table agrees with exercises.csv, and its failure reasons
-    are right: none for the solution, 'not attempted' for the stub, a known hint for
-    mutants whose hint is a specific mistake's; a written answer is 'not given' (the
-    stub) or 'awaits grading by hand' (the solution)."""
+    """The report's exercise table agrees with exercises.csv, and its failure reasons, read from
+    the judge's verdicts as data (every test cell has them), are right: none for the solution,
+    'not attempted' for the stub, a known hint for mutants whose hint is a specific mistake's; a
+    written answer is 'not given' (the stub, the forgers) or 'awaits grading by hand' (the solution)."""
     out = graded(ch, tmp_path_factory).out
     page = write_report(out)
     _, _, exercises = collect(out)
@@ -246,19 +292,27 @@ def test_instructor_report_names_why_points_were_lost(ch, tmp_path_factory):
         scores = [s for (_, gid), s in result.cells.items() if gid == ex.grade_id]
         assert sorted(ex.scores) == sorted(scores)
         if grade_cells(ch)[ex.grade_id][1]:
-            assert ex.reasons[WRITTEN_EMPTY] == 1 and ex.reasons[WRITTEN_PENDING] >= 1, (ex.grade_id, ex.reasons)
+            empty = 1 + len(FORGERIES)  # the stub's and the forgers' (the released notebook's text)
+            assert ex.reasons[WRITTEN_EMPTY] == empty and ex.reasons[WRITTEN_PENDING] >= 1, (ex.grade_id, ex.reasons)
         else:
             assert ex.reasons[NOT_ATTEMPTED] >= 1, f"{ex.grade_id}: the stub's cell is not 'not attempted'"
-    reports = {s: result.verdicts(ch, s) for s in (SOLUTION, STUB)}
-    assert all(failure_reason(r) is None for r in reports[SOLUTION].values())
-    assert all(failure_reason(r) == NOT_ATTEMPTED for r in reports[STUB].values())
-    named = 0
-    for m in mutants_for(ch.topic):
+
+    def checks(student: str) -> dict[str, list[dict]]:
+        """{test cell grade id: the judge's verdict on each check it calls, as data}"""
+        cells = graded_cells(out, student, ch.id)
+        found = {gid: cells[gid] for gid in result.verdicts(ch, student)}
+        assert all(isinstance(c, list) and c for c in found.values()), f"{student}: no verdict records"
+        return found
+
+    assert all(failure_reason(c) is None for c in checks(SOLUTION).values())
+    assert all(failure_reason(c) == NOT_ATTEMPTED for c in checks(STUB).values())
+    named, mutants = 0, mutants_for(ch.topic)[::REAL_SHARE]  # those graded
+    for m in mutants:
         for gid in m.loses:
-            reason = failure_reason(result.verdicts(ch, slug(m.name))[gid])
+            reason = failure_reason(checks(slug(m.name))[gid])
             assert reason is not None, (m.name, gid)
             named += m.hint in reason
-    assert named >= len(mutants_for(ch.topic)) // 2, "most mutants' hints should be the reason the report gives"
+    assert named >= len(mutants) // 2, "most mutants' hints should be the reason the report gives"
     text = page.read_text()
     assert all(ex.grade_id in text for ex in exercises)
     for png in (f"{ch.id}-scores.png", f"{ch.id}-pass-rate.png"):

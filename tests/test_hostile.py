@@ -33,7 +33,8 @@ from autograder.course_folder import is_finished
 from autograder.manual import formgrader_command
 from autograder.nbgrader_commands import nbgrader_env
 from course.protocol import JUPYTER_DIR, STATUS_DIR, kernel_name, status_name
-from hostile.cases import CASES, CELL_TIMEOUT, CH, HONEST, PLANTED, STUBBORN, WALL_TIMEOUT, Paths, write_batch
+from hostile.cases import (CASES, CELL_TIMEOUT, CH, HONEST, ORACLE_MODULES, PLANTED, STUBBORN, WALL_TIMEOUT, Paths,
+                          write_batch)
 from test_grading import grade_cells
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile"), pytest.mark.skipif(
@@ -149,6 +150,8 @@ def test_isolation_probe_reached_nothing(batch):
         assert target.exists(), f"{target} must exist for its 'denied' to mean something"
     assert PROBE_ALLOWED < set(findings) and "read grading secret" in findings, sorted(findings)
     assert any(label.startswith("read inherited ") for label in findings), "the kernel inherited no file to try"
+    oracles = {f"import {m}" for m in ORACLE_MODULES}  # the checks' trusted side: no oracle in the sandbox
+    assert "import course.checks.framework" in oracles and oracles <= set(findings), sorted(oracles - set(findings))
     for label, seen in findings.items():  # every attempt the probe made, whatever its label
         if label not in PROBE_FACTS:
             assert seen.startswith("allowed" if label in PROBE_ALLOWED else "denied"), (label, seen)
@@ -279,6 +282,15 @@ def test_feedback_shows_no_hidden_tests_and_no_one_elses_answers(batch):
         submitted = (batch.paths.course / "submitted" / student / CH.id / f"{CH.id}.ipynb").read_text()
         if REFERENCE_LINE not in submitted:
             assert REFERENCE_LINE not in html, f"{student}'s feedback shows the reference answer"
+
+
+def test_a_forbidden_function_in_an_answer_is_flagged_for_a_person(batch):
+    """The check makes F.linear raise while it runs (0 points); the judge also names the call in the
+    feedback and the report, for a person to read. An honest answer is not flagged."""
+    assert "For your instructor: your answers name torch.nn.functional.linear" in printed(
+        batch, "flag-forbidden-call", "⚠")
+    report = (batch.paths.out / "report" / "index.html").read_text()
+    assert "flag-forbidden-call (torch.nn.functional.linear)" in report and HONEST + " (" not in report
 
 
 def test_echoed_hidden_tests_are_removed(batch):

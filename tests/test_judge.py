@@ -32,28 +32,135 @@ def test_cell_verdict_is_scored_by_nbgrader_as_the_judge_decided(tmp_path, monke
         (tmp_path / record_name(name, hidden)).write_text(f"{name}{' hidden' * hidden}")
     seen = []
 
-    def judge_record(name, hidden, seed, text):
-        seen.append((name, hidden, seed))
+    def judge_record(name, hidden, text):
+        seen.append((name, hidden))
         return text in passing, f"{text}: {'ok' if text in passing else 'wrong'}"
 
-    monkeypatch.setattr(judge.framework, "judge_record", judge_record)
-    outputs = judge.cell_verdict(SOURCE, 3.0, tmp_path, seed=42)
-    assert seen == [("topic.a", False, None), ("topic.b", False, None), ("topic.a", True, 42)]
+    outputs = judge.cell_verdict(SOURCE, 3.0, tmp_path, judge_record)
+    assert seen == [("topic.a", False), ("topic.b", False), ("topic.a", True)]
     assert outputs[0].text.splitlines()[0] == f"topic.a: {'ok' if 'topic.a' in passing else 'wrong'}"
     assert nbgrader_score(outputs, 3.0) == expected
 
 
 def test_cell_without_checks_earns_nothing(tmp_path):
-    outputs = judge.cell_verdict("print('all tests passed')", 3.0, tmp_path, seed=1)
+    outputs = judge.cell_verdict("print('all tests passed')", 3.0, tmp_path, lambda *a: (True, "ok"))
     assert "calls no check" in outputs[0].text and nbgrader_score(outputs, 3.0) == 0.0
 
 
 def test_a_check_that_crashes_in_the_judge_fails_alone(tmp_path, monkeypatch):
-    def judge_record(name, hidden, seed, text):
+    def judge_record(name, hidden, text):
         if name == "topic.b":
             raise RuntimeError("bug in the course's check")
         return True, "ok"
 
-    monkeypatch.setattr(judge.framework, "judge_record", judge_record)
-    outputs = judge.cell_verdict(SOURCE, 3.0, tmp_path, seed=1)
+    outputs = judge.cell_verdict(SOURCE, 3.0, tmp_path, judge_record)
     assert "could not evaluate" in outputs[0].text and nbgrader_score(outputs, 3.0) == 2.0
+
+
+# ------------------------------------------------------ verdicts as data ---
+
+NAME = "introduction.linear_rows"
+
+
+def recorded(fn, hidden: bool = False, seed: int | None = None) -> str:
+    """What a kernel records for `fn` on check `NAME`'s cases (drawn from `seed`)."""
+    from course.checks import framework
+    from course.probing.plain import encode
+
+    check_ = framework.get_check(NAME)
+    return encode(framework.student_entries(check_, fn, check_.make_cases(hidden, seed)))
+
+
+def test_a_checks_verdict_carries_the_same_verdict_as_data():
+    """The judge's (passed, report) pair holds its record: the failed cases shown, each with its
+    problem and hint, and whether the hint is a known mistake's or the check's general one."""
+    import json
+
+    from course.checks import framework
+    from course.probing import verdicts
+    from course.reference.introduction import linear_rows
+
+    def stub(x, w, b):
+        raise NotImplementedError()
+
+    check_ = framework.get_check(NAME)
+    good = framework.judge_record(NAME, False, None, recorded(linear_rows))
+    assert good == (True, good.text) and good.record == {
+        "check": NAME, "hidden": False, "passed": True, "category": None, "cases": 2, "failed": 0, "shown": []}
+    no_bias = framework.judge_record(NAME, False, None, recorded(lambda x, w, b: x @ w))
+    record = no_bias.record
+    assert not no_bias.passed and (record["passed"], record["category"], record["failed"]) == (False, None, 2)
+    first = record["shown"][0]
+    assert first["mistake"] and first["hint"] == "Did you forget to add the bias b?"
+    assert f"case '{first['label']}': {first['problem']}. {first['hint']}" in no_bias.text
+    doubled = framework.judge_record(NAME, False, None, recorded(lambda x, w, b: 2 * (x @ w + b))).record
+    assert all(not c["mistake"] and c["hint"] == check_.hint for c in doubled["shown"])  # the general hint
+    assert framework.judge_record(NAME, False, None, recorded(stub)).record["category"] == verdicts.NOT_IMPLEMENTED
+    missing = framework.judge_record(NAME, True, 7, None).record
+    assert (missing["passed"], missing["category"], missing["cases"]) == (False, verdicts.NO_RESULTS, 6)
+    garbled = framework.judge_record(NAME, False, None, "[1, 2")
+    assert garbled.record["category"] == verdicts.UNREADABLE and "unreadable" in garbled.text
+    assert framework.judge_record("introduction.no_such", False, None, None).record["category"] == verdicts.UNAVAILABLE
+    assert json.loads(json.dumps(record)) == record  # plain JSON
+
+
+def test_cell_records_come_from_the_judge_or_say_only_whether_a_plain_verdict_passed(tmp_path):
+    from course.probing import verdicts
+
+    def judge_record(name, hidden, text):
+        if name == "topic.b":
+            raise RuntimeError("bug in the course's check")
+        return not hidden, "some report"
+
+    outputs, records = judge.judge_cell(SOURCE, 3.0, tmp_path, judge_record)
+    assert [(r["check"], r["hidden"], r["passed"], r["category"]) for r in records] == [
+        ("topic.a", False, True, None), ("topic.b", False, False, verdicts.JUDGE_ERROR), ("topic.a", True, False, None)]
+    assert outputs == judge.cell_verdict(SOURCE, 3.0, tmp_path, judge_record)
+    assert judge.judge_cell("x = 1", 3.0, tmp_path, judge_record)[1] == []
+
+
+def grade_cell(source: str, gid: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
+        "grade": True, "solution": False, "locked": True, "points": 2.0, "grade_id": gid, "schema_version": 3}})
+
+
+def test_the_judge_writes_its_verdicts_as_data_in_the_graders_folder_not_the_students(tmp_path):
+    """`JudgeChecks` leaves the test cells' text as it was, and writes each cell's verdicts as data
+    to its `verdicts_dir` (the course folder's status folder), tied to the cell's report by a digest."""
+    import json
+
+    from course.checks import framework
+    from course.probing import verdicts
+    from course.protocol import PROBE_DIRNAME, verdicts_name
+    from course.reference.introduction import linear_rows
+
+    secret, status = tmp_path / "secret", tmp_path / "course" / "status"
+    secret.write_bytes(b"a grading secret for this test")
+    folder = tmp_path / "course" / "autograded" / "s1" / "ch"
+    folder.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[grade_cell(f'check("{NAME}", linear_rows)', "visible"),
+                                         grade_cell(f'check("{NAME}", linear_rows, hidden=True)', "hidden")])
+    resources = {"metadata": {"path": str(folder)}, "nbgrader": {"student": "s1", "assignment": "ch", "notebook": "ch"}}
+    judge.PrepareProbes(secret_file=str(secret)).preprocess(nb, resources)
+    seed = framework.seed_for(secret.read_bytes(), "s1", "ch")
+    (folder / PROBE_DIRNAME / record_name(NAME, False)).write_text(recorded(linear_rows, False, seed))
+    nb, _ = judge.JudgeChecks(secret_file=str(secret), verdicts_dir=str(status)).preprocess(nb, resources)
+    assert list(folder.iterdir()) == []  # nothing of the grader's is left in the student's folder
+    assert nb.cells[0].outputs[0].text.startswith("✓") and nb.cells[1].outputs[-1].output_type == "error"
+    data = json.loads((status / verdicts_name("s1", "ch")).read_text())
+    assert (data["format"], data["student"], data["assignment"], data["notebook"]) == (1, "s1", "ch", "ch")
+    assert {gid: cell["digest"] for gid, cell in data["cells"].items()} == {
+        "visible": judge.report_digest(nb.cells[0].outputs), "hidden": judge.report_digest(nb.cells[1].outputs)}
+    [shown], [hidden] = data["cells"]["visible"]["checks"], data["cells"]["hidden"]["checks"]
+    assert (shown["check"], shown["hidden"], shown["passed"]) == (NAME, False, True)
+    assert (hidden["hidden"], hidden["passed"], hidden["category"]) == (True, False, verdicts.NO_RESULTS)
+    assert sorted(p.name for p in status.iterdir()) == [verdicts_name("s1", "ch")]  # written whole, in one go
+
+
+def test_the_grader_sends_the_verdicts_to_the_course_folders_status_folder(tmp_path):
+    from autograder.limits import Limits
+    from autograder.nbconfig import nbgrader_config
+    from course.protocol import STATUS_DIR
+
+    config = nbgrader_config(tmp_path, tmp_path / "secret", "k", Limits())
+    assert config.JudgeChecks.verdicts_dir == str(tmp_path / STATUS_DIR) == config.GuardedExecute.status_dir

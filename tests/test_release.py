@@ -1,8 +1,12 @@
-"""chapters/ and course/reference/ are exactly what `release` makes from solutions/."""
+"""chapters/, course/reference/ and course/visible/ are what `release` makes from solutions/."""
 
 import json
+import math
 
+import numpy as np
 import pytest
+
+from course.probing.plain import _decode
 
 from autograder.chapters import all_chapters
 from autograder.lint import lint_solution
@@ -31,6 +35,31 @@ def test_released_files_are_up_to_date(ch, tmp_path):
             assert a.read_bytes() == b.read_bytes(), f"{a} is out of date"
     assert ch.reference_module.read_text() == (tmp_path / "reference" / f"{ch.topic}.py").read_text(), \
         f"{ch.reference_module} is out of date: run `python -m autograder release {ch.id}`"
+    fresh = json.loads((tmp_path / "visible" / f"{ch.topic}.json").read_text())
+    problem = _differs(json.loads(ch.visible_answers.read_text()), fresh, "")
+    assert problem is None, f"{ch.visible_answers} is out of date ({problem}): run `python -m autograder release {ch.id}`"
+
+
+def _differs(old, new, where: str) -> str | None:
+    """Where two visible-answer files differ, or None. Arrays and floats may differ in their last
+    bits (another machine's BLAS made them): they are compared as numbers, everything else exactly."""
+    if isinstance(old, dict) and ("__ndarray__" in old or "__float__" in old):
+        if not isinstance(new, dict) or old.keys() != new.keys():
+            return where
+        a, b = _decode(old), _decode(new)
+        if isinstance(a, float):
+            return None if math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6) or (math.isnan(a) and math.isnan(b)) else where
+        same = a.shape == b.shape and a.dtype == b.dtype and np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+        return None if same else where
+    if isinstance(old, dict):
+        if not isinstance(new, dict) or old.keys() != new.keys():
+            return f"{where}: keys"
+        return next((p for k in old if (p := _differs(old[k], new[k], f"{where}/{k}"))), None)
+    if isinstance(old, list):
+        if not isinstance(new, list) or len(old) != len(new):
+            return f"{where}: length"
+        return next((p for i, (a, b) in enumerate(zip(old, new)) if (p := _differs(a, b, f"{where}/{i}"))), None)
+    return None if old == new else where
 
 
 def test_student_notebooks_hold_no_solutions_or_hidden_tests():

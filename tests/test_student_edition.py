@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -55,14 +56,13 @@ def test_no_answer_of_a_chapter_not_yet_due_anywhere(built):
     tops = {p.parts[0] for p in files(dest)}
     assert not tops & {"solutions", "tests", "benchmarks", "_build"}, tops
     assert not [p for p in files(dest) if p.suffix == ".pyc" or "__pycache__" in p.parts]
-    # The checks are published as they are (the visible tests need their oracles; README says the
-    # oracles are public): for a one-line exercise the oracle is the answer. Everything else must not hold one.
-    checks = [p for p in files(dest) if p.parts[:2] == ("course", "checks")]
-    assert all((dest / p).read_bytes() == (ROOT / p).read_bytes() for p in checks)
-    everything = "\n".join((dest / p).read_text(errors="ignore") for p in files(dest) if p not in checks)
-    log = subprocess.run(["git", "log", "--all", "-p"], cwd=dest, capture_output=True, text=True,
-                         check=True).stdout
-    history = "\n".join(c for c in log.split("\ndiff --git a/") if not c.startswith("course/checks/"))
+    # No oracle is published: of the checks only the `check` a notebook imports; a student's own run
+    # judges against the visible answers (course/visible/), which are data.
+    assert [p for p in files(dest) if p.parts[:2] == ("course", "checks")] == [Path("course/checks/__init__.py")]
+    assert {p.name for p in (dest / "course" / "visible").iterdir()} == {f"{c.topic}.json" for c in CHAPTERS}
+    everything = "\n".join((dest / p).read_text(errors="ignore") for p in files(dest))
+    history = subprocess.run(["git", "log", "--all", "-p"], cwd=dest, capture_output=True, text=True,
+                             check=True).stdout
     for ch in CHAPTERS[3:]:  # independently of the audit: no answer (between the markers) anywhere
         for cell in nbformat.read(ch.solution, as_version=4).cells:
             for block in ANSWER.findall(cell.source):
@@ -86,9 +86,37 @@ def test_published_schedule_and_settings(built):
     assert "git+https://example.org/class/edition" in setup
 
 
+def test_the_editions_package_holds_no_oracle_and_checks_a_student_all_the_same(built, tmp_path):
+    """In the edition's own `course` package, importing the checks' trusted side fails, and a test
+    cell's visible checks still judge a student's answer (against the released visible answers)."""
+    dest, _ = built
+    script = textwrap.dedent("""\
+        import importlib
+        from course.checks import check
+        from course.reference.introduction import linear_rows
+        for name in ("course.checks.framework", "course.checks.attention", "course.checks.tokenizing._oracles"):
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                print("no", name)
+        check("introduction.linear_rows", linear_rows)
+        try:
+            check("introduction.linear_rows", lambda x, W, b: x @ W)
+        except AssertionError:
+            print("wrong answer caught")
+        """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(dest)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("no course.checks.") == 3, proc.stdout
+    assert "✓ introduction.linear_rows" in proc.stdout and "Did you forget to add the bias b?" in proc.stdout
+    assert "wrong answer caught" in proc.stdout
+
+
 @pytest.mark.parametrize(("plant", "found"), [("solution", "notes/"), ("reference", "course/reference/"),
                                               ("mutant", "course/helpers.py"), ("output", "chapters/"),
-                                              ("history", "git history of leak.py"), ("pyc", ".pyc")])
+                                              ("history", "git history of leak.py"), ("pyc", ".pyc"),
+                                              ("oracle", "course/checks/tokenizing/_oracles.py")])
 def test_the_audit_finds_a_planted_answer(built, tmp_path, plant, found):
     """The audit is what `edition` runs before it finishes: it must find each kind of leak."""
     src, _ = built
@@ -116,6 +144,8 @@ def test_the_audit_finds_a_planted_answer(built, tmp_path, plant, found):
         leak.write_text(answer)
         for step in (["add", "leak.py"], ["commit", "-qm", "leak"], ["rm", "-q", "leak.py"], ["commit", "-qm", "gone"]):
             subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *step], cwd=dest, check=True)
+    elif plant == "oracle":  # the checks' own answers (chapter 1's BPE oracles, say)
+        shutil.copytree(ROOT / "course" / "checks" / "tokenizing", dest / "course" / "checks" / "tokenizing")
     elif plant == "pyc":
         (dest / "course" / "__pycache__").mkdir()
         (dest / "course" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")

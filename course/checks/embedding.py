@@ -10,26 +10,29 @@ d_model)``: one float32 parameter, entries near N(0, 1), differentiable,
 the constructor's arguments kept as attributes. Errors: an out-of-range id
 raises ValueError/IndexError whose message names the id (and, for the
 module, vocab_size); float or bool ids given to the module raise TypeError.
+
+The kernel (`course.probing.calls.embedding`) records raw results; the
+facts compared here are derived by each probe's `observe` there: whether an
+error message names the bad id (`clear_error`), and the initialisation's
+report from the weight and its gradient (`init_report`, which
+`_init_expected` fills in from the weight ``torch.randn`` draws).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course.probing.calls.embedding import init_report
+
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import (build, variant, both_modes, load_weights, parameter_table, raises, randn, run_modes,
-                  shape_of, unless)
+from .kit import both_modes, raises, randn, shape_of, unless, variant
 
 FLOAT = torch.float32
-
-
-class UnclearErrorMessage(Exception):
-    """Raised by a check when the student's error does not say what was wrong."""
 
 
 def _ids(rng: np.random.Generator, shape: tuple[int, ...], vocab: int, *, edges: bool = False,
@@ -43,22 +46,6 @@ def _ids(rng: np.random.Generator, shape: tuple[int, ...], vocab: int, *, edges:
     if bad is not None:
         flat[int(rng.integers(0, ids.numel()))] = bad
     return ids
-
-
-def _expect_clear_error(run: Callable[[], Any], bad: int | None, vocab: int | None = None) -> Any:
-    """Run `run()`; where a `bad` id was planted, a ValueError/IndexError whose message
-    omits it (or `vocab`) becomes an `UnclearErrorMessage`, so the feedback says what is missing."""
-    if bad is None:
-        return run()
-    try:
-        return run()
-    except (ValueError, IndexError) as err:
-        need = (bad,) if vocab is None else (bad, vocab)
-        if not all(str(v) in str(err) for v in need):
-            what = f"the bad id {bad}" if vocab is None else f"the bad id {bad} and the vocabulary size {vocab}"
-            raise UnclearErrorMessage(f"your {type(err).__name__} says {str(err)[:120]!r}, which does not "
-                                      f"name {what}") from None
-        raise
 
 
 # -------------------------------------------------------------- one_hot ---
@@ -106,7 +93,7 @@ def _negative_bad(case: Case) -> bool:
 
 register(
     __name__,
-    Check(name="one_hot", cases=_one_hot_cases, expected=_one_hot, forbid=("torch.nn.functional.one_hot",),
+    Check(name="one_hot", cases=_one_hot_cases, expected=_one_hot,
           mistakes=[Mistake("Did you flatten the ids and forget to restore their shape? The result must have shape "
                             "ids.shape + (vocab_size,).", variant(_one_hot, flat=True)),
                     Mistake("Did you put the vocabulary axis first? It must be the last axis: shape "
@@ -114,11 +101,10 @@ register(
           hint="one_hot(ids, vocab_size)[..., j] is 1.0 where ids == j and 0.0 elsewhere, float32 (so that it "
                "can multiply the float matrix E), of shape ids.shape + (vocab_size,). Comparing ids.unsqueeze(-1) "
                "with torch.arange(vocab_size) builds it in one line."),
-    Check(name="one_hot_errors", cases=_one_hot_errors_cases, forbid=("torch.nn.functional.one_hot",),
+    Check(name="one_hot_errors", cases=_one_hot_errors_cases,
           expected=lambda c: _one_hot(c) if c.meta["bad"] is None else raises(
               f"the id {c.meta['bad']} is outside [0, {c.args[1]}); the message must name it", "ValueError",
               "IndexError"),
-          call=lambda fn, c: _expect_clear_error(lambda: fn(*c.args), c.meta["bad"]),
           mistakes=[
               Mistake("Negative ids wrap around in PyTorch indexing, as in Python lists: -1 picks the last "
                       "row. Did you check ids < 0 as well as ids >= vocab_size?",
@@ -164,7 +150,6 @@ def _lookup(case: Case, flat: bool = False, transposed: bool = False) -> Any:
 _EMBED = dict(
     cases=_embed_cases,
     expected=_lookup,
-    forbid=("torch.nn.functional.one_hot", "torch.nn.functional.embedding"),
     mistakes=[
         Mistake("Did you flatten the ids and forget to restore their shape? The result must have shape "
                 "ids.shape + (d_model,).", variant(_lookup, flat=True)),
@@ -189,16 +174,6 @@ register(
 # ---------------------------------------------------------- Embedding ---
 # Case.args: what forward() is called with (the ids); meta: the constructor's arguments ("size", and
 # "scale", None for its default) and the known weights the check copies in.
-
-def _module(cls: Callable, case: Case) -> torch.nn.Module:
-    vocab, d = case.meta["size"]
-    scale = case.meta.get("scale")
-    module = build(cls, vocab, d) if scale is None else build(cls, vocab, d, scale=scale)
-    if "weight" in case.meta:
-        load_weights(module, {"weight": case.meta["weight"]},
-                     "self.weight must be an nn.Parameter of shape (vocab_size, d_model)")
-    return module
-
 
 def _forward_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [((2, 3), 10, 4, False), ((1, 5), 7, 6, True)] if not hidden else \
@@ -230,29 +205,6 @@ def _init_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
             for v, d in specs]
 
 
-def _init_report(params: dict, attrs: dict, weight: Any, got_grad: bool) -> dict:
-    w = weight.detach().double() if isinstance(weight, torch.Tensor) else torch.zeros(1, dtype=torch.float64)
-    return {
-        "parameters (name: shape, dtype)": params,
-        "attributes vocab_size, d_model, scale": attrs,
-        "weight entries have mean near 0": bool(abs(float(w.mean())) < 0.05),
-        "weight entries have standard deviation near 1": bool(abs(float(w.std()) - 1.0) < 0.05),
-        "the output is differentiable with respect to weight": got_grad,
-    }
-
-
-def _call_init(cls: Callable, case: Case) -> dict:
-    module = _module(cls, case)
-    weight = getattr(module, "weight", None)
-    attrs = {n: getattr(module, n, "no such attribute") for n in ("vocab_size", "d_model", "scale")}
-    attrs = {n: v if isinstance(v, (bool, int, float, str)) else type(v).__name__ for n, v in attrs.items()}
-    out = module(*case.args)
-    if isinstance(out, torch.Tensor) and out.requires_grad and isinstance(weight, torch.Tensor):
-        out.sum().backward()
-    return _init_report(parameter_table(module), attrs, weight,
-                        isinstance(weight, torch.Tensor) and weight.grad is not None)
-
-
 def _init_expected(case: Case, std: float = 1.0, uniform: bool = False, transposed: bool = False,
                    dtype: str = "float32", registered: bool = True) -> dict:
     vocab, d = case.meta["size"]
@@ -260,7 +212,7 @@ def _init_expected(case: Case, std: float = 1.0, uniform: bool = False, transpos
     shape = (d, vocab) if transposed else (vocab, d)
     w = torch.rand(shape, generator=g) if uniform else std * torch.randn(shape, generator=g)
     params = {"weight": (shape, dtype)} if registered else {}
-    return _init_report(params, {"vocab_size": vocab, "d_model": d, "scale": False}, w, registered)
+    return init_report(params, {"vocab_size": vocab, "d_model": d, "scale": False}, w, registered)
 
 
 def _errors_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -276,14 +228,6 @@ def _errors_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         cases.append(Case(f"{what}, vocab_size={vocab}", (ids,),
                           meta={"size": (vocab, d), "weight": W, "bad": bad}))
     return cases
-
-
-def _call_errors(cls: Callable, case: Case) -> Any:
-    try:
-        module = _module(cls, case)
-    except (ValueError, IndexError) as err:  # a misshapen weight is not the error this check asks for
-        raise RuntimeError(f"the known weights could not be loaded: {err}") from None
-    return _expect_clear_error(lambda: module(*case.args), case.meta["bad"], case.meta["size"][0])
 
 
 def _not_ids(case: Case) -> bool:
@@ -303,8 +247,6 @@ def _errors_expected(case: Case) -> Any:
 register(
     __name__,
     Check(name="embedding_forward", cases=_forward_cases, expected=_forward,
-          call=lambda cls, c: run_modes(_module(cls, c), lambda m, ids: m(ids), *c.args),
-          forbid=("torch.nn.functional.embedding",),
           mistakes=[
               Mistake("Did you multiply by d_model instead of sqrt(d_model)?", variant(_forward, factor="d")),
               Mistake("Did you scale even though scale=False? Multiply by sqrt(d_model) only when "
@@ -318,7 +260,7 @@ register(
           ],
           hint="forward(ids) is self.weight[ids], of shape ids.shape + (d_model,), times sqrt(d_model) only when "
                "scale=True; the module has no dropout, so training and eval mode give the same result."),
-    Check(name="embedding_init", cases=_init_cases, expected=_init_expected, call=_call_init,
+    Check(name="embedding_init", cases=_init_cases, expected=_init_expected,
           mistakes=[
               Mistake("Did you scale the initial values down (e.g. 0.02 * torch.randn, as GPT-2 does)? "
                       "This exercise asks for N(0, 1), like nn.Embedding.", variant(_init_expected, std=0.02)),
@@ -334,8 +276,7 @@ register(
           hint="self.weight = nn.Parameter(torch.randn(vocab_size, d_model)): a registered float32 parameter "
                "of shape (vocab_size, d_model), entries drawn from N(0, 1), and no other parameters; store "
                "vocab_size, d_model and scale as attributes of the same names."),
-    Check(name="embedding_errors", cases=_errors_cases, expected=_errors_expected, call=_call_errors,
-          forbid=("torch.nn.functional.embedding",),
+    Check(name="embedding_errors", cases=_errors_cases, expected=_errors_expected,
           mistakes=[
               Mistake("Negative ids wrap around in PyTorch indexing, as in Python lists: weight[-1] is the "
                       "LAST row, returned without a word. Did you check ids < 0 as well as ids >= vocab_size?",

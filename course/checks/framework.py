@@ -30,51 +30,30 @@ Helpers chapters share (masks, mistakes as knobs, labels) are in
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import copy
 import hashlib
+import json
 import importlib
-import linecache
-import math
-import os
-import random
-import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
-from course.probing import runner
+from course.probing import practice, runner, verdicts
 from course.probing.cases import Case, carried, encode_cases
-from course.probing.plain import Raised, decode, raised, to_plain
-from course.protocol import BOOK_ENV, cases_name, cell_score
+from course.probing.runner import CheckUnavailable
+from course.probing.plain import raised, to_plain
+from course.probing.verdicts import NOT_APPLICABLE, Raises, mismatch
+from course.protocol import cases_name, cell_score
 
 VISIBLE_SEED = 20170612  # arXiv:1706.03762 went up on 12 June 2017
 DEFAULT_HIDDEN_SEED = VISIBLE_SEED + 1  # hidden cases outside the grader (an instructor's own run)
 
 
 # ------------------------------------------------------------ declaring ---
-
-@dataclass(frozen=True)
-class Raises:
-    """Expected outcome: the call must raise one of these exception types."""
-
-    names: tuple[str, ...]
-    why: str  # what the student should report, e.g. "d_model must be even"
-
-
-class _NotApplicable:
-    def __repr__(self) -> str:
-        return "NOT_APPLICABLE"
-
-
-#: what a `Mistake`'s output returns for a case it says nothing about
-NOT_APPLICABLE = _NotApplicable()
-
 
 @dataclass(frozen=True)
 class Mistake:
@@ -94,9 +73,6 @@ class Check:
 
     The kernel's half, how the student's object is called on a case, is the
     `Probe` of the same name in `course.probing.calls` (`probe`).
-    observe: turns the raw output the kernel recorded into what `expected`
-    and the mistakes describe (a statistic of samples, the facts of a
-    masking, ...), on the trusted side; None: compare the raw output itself.
     exact_dtype: results must have the oracle's dtypes.
     """
 
@@ -108,7 +84,6 @@ class Check:
     rtol: float = 1e-4
     atol: float = 1e-5
     exact_dtype: bool = True
-    observe: Callable[[Case, Any], Any] | None = None
     topic: str = ""  # set by `register`
 
     @property
@@ -128,10 +103,6 @@ class Check:
 # ------------------------------------------------------------- registry ---
 
 _CHECKS: dict[str, dict[str, Check]] = {}
-
-
-class CheckUnavailable(LookupError):
-    """A check that does not exist, or whose chapter module failed to load."""
 
 
 def register(module_name: str, *checks: Check) -> None:
@@ -176,7 +147,16 @@ def get_check(qualified: str) -> Check:
 
 
 def case_seed(name: str, hidden: bool, seed: int | None) -> int:
-    base = VISIBLE_SEED if not hidden else (seed if seed is not None else DEFAULT_HIDDEN_SEED)
+    """The seed check `name`'s cases are drawn from. Without a `seed` (a
+    student's own run) visible cases come from the fixed `VISIBLE_SEED`,
+    so they are the same everywhere. The grader passes the submission's
+    seed, and draws the visible cases afresh from it too (the same shapes,
+    other numbers): answers written down for the fixed visible inputs earn
+    nothing."""
+    if seed is None:
+        base = DEFAULT_HIDDEN_SEED if hidden else VISIBLE_SEED
+    else:
+        base = seed if hidden else seed + 2**32
     return (base * 1_000_003 + zlib.crc32(name.encode())) % 2**32
 
 
@@ -187,180 +167,19 @@ def seed_for(secret: bytes, student: str, assignment: str) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-# ------------------------------------------------------------ comparing ---
-
-def _kind(x: Any) -> str:
-    if isinstance(x, np.ndarray):
-        return f"an array of shape {tuple(x.shape)} ({x.dtype})"
-    if isinstance(x, Raised):
-        return f"an exception ({x})"
-    if x is None:
-        return "None (did you forget to return the result?)"
-    return f"a {type(x).__name__}"
-
-
-def _compare_arrays(got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
-                    exact_dtype: bool, at: str) -> str | None:
-    if got.shape != want.shape:
-        return f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}{at}"
-    if exact_dtype and got.dtype != want.dtype:
-        return f"expected dtype {want.dtype}, got {got.dtype}{at}"
-    if want.dtype.kind in "biu" or got.dtype.kind in "biu" and want.dtype.kind != "f":
-        if not np.array_equal(got, want):
-            idx = tuple(int(i) for i in np.argwhere(got != want)[0])
-            return f"values differ{at}: at index {idx} expected {want[idx]}, got {got[idx]}"
-        return None
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    if np.isnan(g).any() and not np.isnan(w).any():
-        return f"the result contains NaN{at}"
-    if np.isinf(g).any() and not np.isinf(w).any():
-        return f"the result contains inf{at}"
-    if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
-        err = np.where(np.isnan(w) & np.isnan(g), 0.0, np.abs(g - w))
-        err = np.where(np.isnan(err), np.inf, err)  # NaN on one side only: as bad as it gets
-        idx = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
-        return (f"values differ{at}: largest error {float(err[idx]):.3g} at index {idx} "
-                f"(expected {w[idx]:.6g}, got {g[idx]:.6g})")
-    return None
-
-
-def mismatch(got: Any, want: Any, rtol: float, atol: float,
-             exact_dtype: bool = False, where: str = "") -> str | None:
-    """Describe how `got` differs from `want`, or None when they agree.
-
-    `want` comes from a trusted oracle; `got` is decoded plain data (or, in
-    student mode, converted to it), so the comparison runs no student code.
-    """
-    at = f" in {where}" if where else ""
-    if _not_implemented(got):  # the stub, whatever the oracle expects (an exception too)
-        return "not implemented yet (the stub still raises NotImplementedError)"
-    if isinstance(want, Raises):
-        if isinstance(got, Raised) and set(got.names) & set(want.names):
-            return None
-        return (f"expected {' or '.join(want.names)} to be raised ({want.why}), "
-                f"but got {_kind(got)}{at}")
-    if isinstance(got, Raised):
-        return f"raised {got}{at}"
-    if isinstance(want, np.ndarray):
-        if not isinstance(got, np.ndarray):
-            return f"expected an array/tensor of shape {tuple(want.shape)}, got {_kind(got)}{at}"
-        return _compare_arrays(got, want, rtol, atol, exact_dtype, at)
-    if isinstance(want, bool) or want is None or isinstance(want, str):
-        if type(got) is not type(want) or got != want:
-            return f"expected {want!r}, got {_short(got)}{at}"
-        return None
-    if isinstance(want, (int, float)):
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            return f"expected the number {want!r}, got {_kind(got)}{at}"
-        if isinstance(want, int):  # a count or an id: a float, even 3.0, breaks the contract
-            if not isinstance(got, int):
-                return f"expected the whole number {want} (an int), got the float {got!r}{at}"
-            return None if got == want else f"expected {want}, got {got}{at}"
-        if not math.isclose(got, want, rel_tol=rtol, abs_tol=atol):
-            return f"expected {want:.6g}, got {got:.6g}{at}"
-        return None
-    if isinstance(want, (list, tuple)):
-        if not isinstance(got, (list, tuple)):
-            return f"expected a {type(want).__name__} of length {len(want)}, got {_kind(got)}{at}"
-        if len(got) != len(want):
-            return f"expected {len(want)} items, got {len(got)}{at}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            m = mismatch(g, w, rtol, atol, exact_dtype, f"{where}[{i}]" if where else f"item {i}")
-            if m:
-                return m
-        return None
-    if isinstance(want, dict):
-        if not isinstance(got, dict):
-            return f"expected a dict, got {_kind(got)}{at}"
-        if set(got) != set(want):
-            missing, extra = set(want) - set(got), set(got) - set(want)
-            parts = []
-            if missing:
-                parts.append(f"missing keys {sorted(map(repr, missing))[:5]}")
-            if extra:
-                parts.append(f"unexpected keys {sorted(map(repr, extra))[:5]}")
-            return f"{' and '.join(parts)}{at}"
-        for k in want:
-            m = mismatch(got[k], want[k], rtol, atol, exact_dtype, f"{where}[{k!r}]" if where else f"key {k!r}")
-            if m:
-                return m
-        return None
-    raise TypeError(f"oracle returned an unsupported {type(want).__name__}")
-
-
-def _short(x: Any) -> str:
-    if x is None or isinstance(x, np.ndarray):
-        return _kind(x)
-    text = repr(x)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-# --------------------------------------------------------------- inputs ---
-
-def _inputs_problem(case: Case, after: Any) -> str | None:
-    before = runner.inputs_snapshot(case)
-    if not isinstance(after, list) or len(after) != len(before):
-        return "the recorded inputs do not match the test's case"
-    for name, b, a in zip(runner.input_names(case), before, after):
-        if b is not None and mismatch(a, b, 0.0, 0.0, exact_dtype=True):
-            return (f"your code changed its input ({name}) in place; the contract leaves its inputs "
-                    "unchanged: compute new tensors/lists (x = x - m, not x -= m or x.sub_(m))")
-    return None
-
-
 # ------------------------------------------------------------ verdicts ---
 
-@dataclass
-class CaseResult:
-    label: str
-    problem: str | None  # None: the case passed
-
-    @property
-    def passed(self) -> bool:
-        return self.problem is None
+def standard(check_: Check) -> verdicts.Standard:
+    """What `check_` asks of every case (its probe says whether inputs must be left unchanged)."""
+    probe = check_.probe
+    return verdicts.Standard(check_.rtol, check_.atol, check_.exact_dtype, check_.hint, probe.inputs_unchanged,
+                             probe.observe)
 
 
-SHOWN_FAILURES = 3  # failed cases a report details (with the mistake they match)
-
-
-def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[CaseResult]:
-    """Compare recorded entries ``[output, inputs after the call]`` with the
-    oracle. The first `SHOWN_FAILURES` failed cases, which reports show, name
-    the known mistake they match (or the check's general hint)."""
-    results = []
-    inputs_unchanged = check_.probe.inputs_unchanged
-    for case, entry in zip(cases, entries):
-        if not isinstance(entry, list) or len(entry) != 2:
-            results.append(CaseResult(case.label, "the recorded result is not in the expected form"))
-            continue
-        got, after = entry
-        if check_.observe is not None and not isinstance(got, Raised):
-            got = observed(check_, case, got)
-        want = check_.expected(case)
-        want = want if isinstance(want, Raises) else to_plain(want)
-        problem = mismatch(got, want, check_.rtol, check_.atol, check_.exact_dtype)
-        shown = sum(not r.passed for r in results) < SHOWN_FAILURES
-        if problem and shown and not _not_implemented(got):
-            hint = _matching_mistake(check_, case, got, want) or check_.hint
-            if hint:
-                problem = f"{problem}. {hint}"
-        if problem is None and inputs_unchanged:
-            problem = _inputs_problem(case, after)
-        results.append(CaseResult(case.label, problem))
-    return results
-
-
-def observed(check_: Check, case: Case, raw: Any) -> Any:
-    """`check_.observe` of a raw output, on the trusted side; a raw output
-    it cannot read (recorded in another form) is reported, not raised."""
-    try:
-        return to_plain(check_.observe(copy.deepcopy(case), raw))
-    except Exception as exc:
-        return raised(exc)
-
-
-def _not_implemented(got: Any) -> bool:
-    return isinstance(got, Raised) and "NotImplementedError" in got.names
+def answer(check_: Check, case: Case) -> Any:
+    """The oracle's answer on `case`, as plain data (or `Raises`)."""
+    want = check_.expected(case)
+    return want if isinstance(want, Raises) else to_plain(want)
 
 
 def mistake_output(m: Mistake, case: Case) -> Any:
@@ -373,75 +192,59 @@ def mistake_output(m: Mistake, case: Case) -> Any:
     return out if out is NOT_APPLICABLE else to_plain(out)
 
 
-def _matching_mistake(check_: Check, case: Case, got: Any, want: Any) -> str | None:
-    """The hint of the first mistake whose output on `case` is the student's.
-
-    A mistake whose output is the right answer on this case (scaling by 1,
-    flattening a 1-D input) cannot be told apart here and is skipped.
-    """
-    for m in check_.mistakes:
-        wrong = mistake_output(m, case)
-        if wrong is NOT_APPLICABLE or (not isinstance(wrong, Raised)
-                                       and not mismatch(wrong, want, 0.0, 0.0, exact_dtype=True)):
-            continue
-        if isinstance(wrong, Raised):
-            # The contract's own errors (ValueError, ...) match by type. A RuntimeError is PyTorch's
-            # for any failed operation: it is this mistake only with the same message (not a
-            # forbidden call, nor another shape error, which the general hint speaks to).
-            if isinstance(got, Raised) and got.names[0] == wrong.names[0] and (
-                    wrong.names[0] != "RuntimeError" or got.message == wrong.message):
-                return m.hint
-        elif not isinstance(got, Raised) and mismatch(got, wrong, check_.rtol, check_.atol) is None:
-            return m.hint
-    return None
+def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[verdicts.CaseResult]:
+    """Judge recorded entries ``[output, inputs after the call]`` against the
+    oracle, naming the known mistake a failure matches."""
+    return verdicts.evaluate(standard(check_), cases, entries, lambda i: answer(check_, cases[i]),
+                             lambda i: [(m.hint, mistake_output(m, cases[i])) for m in check_.mistakes])
 
 
-def summary(check_: Check, hidden: bool, results: list[CaseResult]) -> tuple[bool, str]:
-    """(passed, report) for one check: one line, plus up to three failed cases."""
-    kind, name = ("hidden" if hidden else "visible"), check_.qualified_name
-    failed = [r for r in results if not r.passed]
-    if not failed:
-        return True, f"✓ {name}: {len(results)} {kind} case{'s' * (len(results) != 1)} pass"
-    lines = [f"✗ {name}: {len(failed)} of {len(results)} {kind} cases failed"]
-    for r in failed[:SHOWN_FAILURES]:
-        lines.append(f"  - case '{r.label}': {r.problem}")
-    if len(failed) > SHOWN_FAILURES:
-        lines.append(f"  - ... and {len(failed) - SHOWN_FAILURES} more")
-    return False, "\n".join(lines)
+def visible_data(topic: str) -> dict:
+    """Instructor side: what a student's own run judges a chapter's visible
+    checks against (`course.probing.practice`): per check, its standard, the
+    visible cases, the oracle's answers and every known mistake's outputs on
+    them. The release writes it to ``course/visible/<topic>.json``."""
+    checks = {}
+    for check_ in checks_of(topic).values():
+        cases = check_.make_cases(False)
+        checks[check_.qualified_name] = {
+            "standard": {"rtol": check_.rtol, "atol": check_.atol, "exact_dtype": check_.exact_dtype,
+                         "hint": check_.hint},
+            "cases": json.loads(encode_cases(cases, aid=True)),
+            "answers": [practice.encode_answer(answer(check_, c)) for c in cases],
+            "mistakes": [{"hint": m.hint, "outputs": [practice.encode_wrong(mistake_output(m, c)) for c in cases]}
+                         for m in check_.mistakes]}
+    return {"checks": checks}
 
 
-def judge_record(name: str, hidden: bool, seed: int | None, text: str | None) -> tuple[bool, str]:
-    """Trusted side: the verdict for one check from the JSON a kernel recorded."""
-    kind = "hidden" if hidden else "visible"
+def summary(check_: Check, hidden: bool, results: list[verdicts.CaseResult]) -> tuple[bool, str]:
+    """(passed, report) for one check (`verdicts.summary`)."""
+    return verdicts.summary(check_.qualified_name, hidden, results)
+
+
+def judge_record(name: str, hidden: bool, seed: int | None, text: str | None) -> verdicts.Verdict:
+    """Trusted side: the verdict for one check from the JSON a kernel recorded: ``(passed, report)``,
+    with the same verdict as data in its ``record`` (`verdicts.record`)."""
     try:
         check_ = get_check(name)
     except CheckUnavailable as err:
-        return False, f"✗ {name}: {err} (tell your instructor)."
-    if text is None:
-        return False, (f"✗ {name}: no {kind} results were recorded. The test cell did not reach "
-                       "this check: an earlier line raised, or the kernel died or timed out.")
-    try:
-        entries = decode(text)
-    except ValueError as err:
-        return False, f"✗ {name}: the recorded {kind} results are unreadable ({err})."
+        return verdicts.unjudged(name, hidden, f"✗ {name}: {err} (tell your instructor).", verdicts.UNAVAILABLE)
     cases = check_.make_cases(hidden, seed)
-    if not isinstance(entries, list) or len(entries) != len(cases):
-        return False, f"✗ {name}: the recorded {kind} results do not match the test's cases."
-    return summary(check_, hidden, evaluate(check_, cases, entries))
+    return verdicts.judge_text(name, hidden, text, cases, lambda entries: evaluate(check_, cases, entries))
 
 
 # --------------------------------------------------------- running cases ---
 
 def write_cases(probe: Path, calls: Sequence[tuple[str, bool]], seed: int | None) -> None:
     """Trusted side: hand the kernel the cases of each ``(check name,
-    hidden)`` a notebook's test cells call, as data in the probe folder
-    (hidden ones drawn from `seed`). A name with no check gets no file."""
+    hidden)`` a notebook's test cells call, as data in the probe folder,
+    drawn from `seed` (`case_seed`). A name with no check gets no file."""
     for name, hidden in calls:
         try:
             check_ = get_check(name)
         except CheckUnavailable:
             continue
-        text = encode_cases(check_.make_cases(hidden, seed if hidden else None))
+        text = encode_cases(check_.make_cases(hidden, seed))
         (probe / cases_name(name, hidden)).write_text(text)
 
 
@@ -451,53 +254,18 @@ def student_entries(check_: Check, obj: Any, cases: list[Case]) -> list[list]:
     return runner.run_student(check_.probe, obj, carried(cases))
 
 
-# --------------------------------------------------------------- entry ---
+# ------------------------------------------------------ an instructor's run ---
 
-def _check_lines(filename: str, module_globals: dict) -> list[int]:
-    """Line numbers of the ``check(...)`` calls in a cell's (or file's) source."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(filename, module_globals)))
-    except (SyntaxError, ValueError):
-        return []
-    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
-            and getattr(n.func, "id", getattr(n.func, "attr", None)) == "check"]
-
-
-_failed_in_cell: dict[str, list[str]] = {}
-
-
-def _report_student(name: str, ok: bool, report: str, caller: Any) -> None:
-    """Show a student-mode report; raise once the cell's last check ran.
-
-    A test cell calls several checks; each prints its result, and the last
-    one raises if any of them failed, so that a failing cell shows them all.
-    """
-    if os.environ.get(BOOK_ENV):  # the book shows unsolved stubs: say so, never raise
-        print(report if ok else report.splitlines()[0] + " (expected until the exercise is solved)")
-        return
-    print(report)
-    where = caller.f_code.co_filename
-    lines = _check_lines(where, caller.f_globals)
-    if not lines or caller.f_lineno <= min(lines):
-        _failed_in_cell[where] = []
-    failed = _failed_in_cell.setdefault(where, [])
-    if not ok:
-        failed.append(name)
-    if failed and (not lines or caller.f_lineno >= max(lines)):
-        _failed_in_cell.pop(where, None)
-        __tracebackhide__ = True  # IPython and pytest hide this frame: the reports are the feedback
-        raise AssertionError(f"{len(failed)} check(s) failed: {', '.join(failed)} (details above)")
-
-
-def check_here(name: str, obj: Any, hidden: bool, caller: Any) -> None:
-    """A student's own run: run check `name`'s cases on `obj`, show the
-    verdict, and raise once the test cell's last check ran if any failed."""
-    __tracebackhide__ = True
+def judge_here(name: str, obj: Any, hidden: bool) -> tuple[bool, str]:
+    """(passed, report) of check `name` on `obj`, run in this process against
+    the oracle: what an instructor's own run of a solution notebook shows for
+    its hidden checks (a student's copy has none; `course.probing.practice`
+    judges the visible ones from the released answers)."""
     check_ = get_check(name)
     cases = check_.make_cases(hidden)
-    ok, report = summary(check_, hidden, evaluate(check_, cases, student_entries(check_, obj, cases)))
-    _report_student(name, ok, report, caller)
+    return summary(check_, hidden, evaluate(check_, cases, student_entries(check_, obj, cases)))
 
 
-__all__ = ["Case", "Check", "CheckUnavailable", "Mistake", "NOT_APPLICABLE", "Raises", "cell_score",
-           "checks_of", "get_check", "judge_record", "register", "student_entries", "write_cases"]
+__all__ = ["Case", "Check", "CheckUnavailable", "Mistake", "NOT_APPLICABLE", "Raises", "cell_score", "mismatch",
+           "checks_of", "get_check", "judge_here", "judge_record", "register", "student_entries", "visible_data",
+           "write_cases"]

@@ -8,8 +8,12 @@ blocks, and the identity PE(pos + k) = PE(pos) @ M_k on `pe_rows`' own table;
 for the module, forward(x) - pe[:seq_len] must give x back, in training and in
 eval mode alike (no dropout), with the module's own buffer (a wrong table is
 not charged twice), and the buffer (named pe, float32, not a parameter) and its
-first rows are compared with `pe_rows`. Mistakes are these oracles with knobs:
-the usual wrong tables, the transposed (column-convention) rotation, the
+first rows are compared with `pe_rows`. The kernel records the raw outputs (the
+matrix itself, forward's output and the module's pe[:seq_len]); the products and
+differences above are made by each probe's `observe`
+(`course.probing.calls.positional_encoding`), the shift check's with the rows
+PE(pos) that `pe_rows` computes here and puts in the case's `aid`. Mistakes
+are these oracles with knobs: the usual wrong tables, the transposed (column-convention) rotation, the
 seq-first broadcast, and the module's usual slips.
 """
 
@@ -21,8 +25,10 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from course.probing.calls.positional_encoding import DIFF, DTYPE, OUT, PE_ROWS
+
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import build, variant, both_modes, parameter_table, raises, randn, run_modes
+from .kit import variant, both_modes, raises, randn
 
 N = 10000.0
 ODD = "d_model must be even: each sine needs its cosine partner"
@@ -148,7 +154,7 @@ register(
           hint="PE(pos, 2i) = sin(pos / N^(2i/d_model)) and PE(pos, 2i+1) = cos(pos / N^(2i/d_model)); compute "
                "in float64 and return a float32 tensor of shape (seq_len, d_model)."),
     Check(name="sinusoidal_encoding_long", cases=_long_cases, expected=_table, mistakes=_TABLE_MISTAKES,
-          call=lambda f, c: f(*c.args, **c.kwargs)[c.meta["rows"]], rtol=0.0, atol=1e-5,
+          rtol=0.0, atol=1e-5,
           hint="Rows near position 10^4 are off by more than 1e-5. If your short tables pass, this is "
                "floating-point precision: an angle near 10^4 stored in float32 (or float16) is wrong by up to "
                "~5e-4 radians, and so are its sine and cosine. Build positions and angles in float64 "
@@ -200,11 +206,14 @@ def _shifted(case: Case, one_frequency: bool = False, **knobs: Any) -> np.ndarra
     return pe_rows(pos, d, base) @ _offset_np(k, d, 1.0 if one_frequency else base, **knobs)
 
 
-def _shift_call(f: Callable, case: Case) -> np.ndarray:
-    """PE(pos) @ M_k for several pos, with the oracle's own float64 table."""
-    _, d, base = _args(case)
-    m = np.asarray(torch.as_tensor(f(*case.args, **case.kwargs)).detach().cpu().double())
-    return pe_rows(case.meta["positions"], d, base) @ m
+def _shift_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    """The offset cases of even d_model, each with the oracle's float64 rows PE(pos) for its positions in
+    its `aid` (the observe multiplies them by the student's matrix)."""
+    cases = [c for c in _offset_cases(rng, hidden) if c.args[1] % 2 == 0]
+    for c in cases:
+        _, d, base = _args(c)
+        c.aid = {PE_ROWS: pe_rows(c.meta["positions"], d, base)}
+    return cases
 
 
 def _offset_mistakes(oracle: Callable) -> list[Mistake]:
@@ -227,8 +236,7 @@ register(
           hint="M_k is block diagonal: block i sits at rows and columns 2i, 2i+1 and equals [[cos t, -sin t], "
                "[sin t, cos t]] with t = k / N^(2i/d_model); return float32, and raise ValueError for an odd "
                "d_model."),
-    Check(name="offset_matrix_shift", expected=_shifted, call=_shift_call, mistakes=_offset_mistakes(_shifted),
-          cases=lambda rng, hidden: [c for c in _offset_cases(rng, hidden) if c.args[1] % 2 == 0],
+    Check(name="offset_matrix_shift", cases=_shift_cases, expected=_shifted, mistakes=_offset_mistakes(_shifted),
           hint="Multiplying the row PE(pos) by your matrix must give the row PE(pos + k), for every pos."),
 )
 
@@ -263,21 +271,6 @@ _too_long_cases = _x_cases([(1, 9, 8, 8), (2, 8, 8, 8)],
                            [(1, 2, 4, 1), (2, 64, 6, 50), (3, 12, 4, 12), (1, 3, 2, 3), (2, 5001, 2, None)])
 
 
-def _build(cls: Callable, case: Case) -> torch.nn.Module:
-    return build(cls, case.meta["d_model"], **case.meta["config"])
-
-
-_OUT, _DTYPE, _DIFF = "output shape", "output dtype", "forward(x) - pe[:seq_len]"
-
-
-def _observe(module: torch.nn.Module, x: torch.Tensor) -> dict:
-    """What the forward checks compare: the output less the module's own pe[:seq_len] (when it fits)."""
-    out = module(x)
-    fits = tuple(out.shape) == tuple(x.shape)
-    return {_OUT: list(out.shape), _DTYPE: str(out.dtype).removeprefix("torch."),
-            _DIFF: out.double() - module.pe[: x.shape[1]].double() if fits else None}
-
-
 def _forward(case: Case, mistake: str = "") -> Any:
     """x back, in both modes; or the ValueError of a too-long x. `mistake` names a wrong forward."""
     (x,), d, config = case.args, case.meta["d_model"], case.meta["config"]
@@ -293,12 +286,11 @@ def _forward(case: Case, mistake: str = "") -> Any:
     x, pe = x.double().numpy(), pe_rows(np.arange(seq), d, base)
     diff = {"": x, "scaled": x * math.sqrt(d), "table only": np.zeros_like(x), "not added": x - pe,
             "seq first": x + pe_rows(np.arange(batch), d, base)[:, None, :] - pe}[mistake]
-    return both_modes({_OUT: list(x.shape), _DTYPE: "float32", _DIFF: diff})
+    return both_modes({OUT: list(x.shape), DTYPE: "float32", DIFF: diff})
 
 
 _FORWARD = dict(
     expected=_forward,
-    call=lambda cls, c: run_modes(_build(cls, c), _observe, *c.args),
     mistakes=[
         Mistake("Off by one: a sequence of exactly max_len positions fits (positions 0 to max_len - 1); "
                 "raise only when seq_len > max_len.", variant(_forward, mistake="off by one")),
@@ -313,14 +305,6 @@ _FORWARD = dict(
                 variant(_forward, mistake="not added")),
     ],
 )
-
-
-def _buffer_report(module: torch.nn.Module) -> dict:
-    pe = getattr(module, "pe", None)
-    return {"buffers (name: shape, dtype)": {n: (tuple(b.shape), str(b.dtype).removeprefix("torch."))
-                                             for n, b in module.named_buffers()},
-            "parameters (name: shape, dtype)": parameter_table(module),
-            "first rows of pe": pe[:3] if isinstance(pe, torch.Tensor) else None}
 
 
 def _buffers(case: Case, kind: str = "buffer", dtype: str = "float32") -> dict:
@@ -344,7 +328,7 @@ register(
           hint="Raise ValueError exactly when x.size(1) > max_len: a sequence of max_len tokens fits (positions 0 "
                "to max_len - 1), a longer one has no rows left in the table (and slicing pe[:seq_len] would "
                "silently return fewer rows)."),
-    Check(name="positional_encoding_buffer", expected=_buffers, call=lambda cls, c: _buffer_report(_build(cls, c)),
+    Check(name="positional_encoding_buffer", expected=_buffers,
           cases=lambda rng, hidden: [_module_case(d, m, b) for d, m, b in ([(8, 16, None)] if not hidden else
                                      [(6, None, None), (4, 7, 100.0), (10, 1, None)])],
           mistakes=[

@@ -35,14 +35,18 @@ class Case:
     `args` and `kwargs` are exactly what the student's object is called with
     (through the probe's `call`); `meta` holds what the call itself needs
     (the weights to copy in, ...). `meta` travels to the kernel too: put the
-    call's inputs there, never an expected answer. `label` appears in
-    feedback: describe the input, never the answer.
+    call's inputs there, never an expected answer. `aid` holds what the
+    probe's `observe` needs from the trusted side to read a raw output (a
+    few rows of a table the oracle knows): it never reaches the kernel, and
+    ships only with the visible answers. `label` appears in feedback:
+    describe the input, never the answer.
     """
 
     label: str
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    aid: dict = field(default_factory=dict)
 
 
 # -------------------------------------------------- what may travel ---
@@ -50,7 +54,8 @@ class Case:
 #: library functions a case may pass (by identity), sent by name
 FUNCTIONS = ("torch.tanh", "torch.relu", "torch.sigmoid", "torch.exp", "torch.nn.functional.gelu",
              "torch.nn.functional.relu", "torch.nn.functional.silu", "torch.nn.functional.softmax",
-             "torch.nn.functional.cross_entropy", "torch.nn.functional.dropout")
+             "torch.nn.functional.cross_entropy", "torch.nn.functional.dropout",
+             "torch.sin", "torch.nn.functional.layer_norm")
 
 
 @dataclass(frozen=True)
@@ -137,10 +142,12 @@ def _encode(x: Any, depth: int = 0) -> Any:
                     "register it with `transportable`")
 
 
-def encode_cases(cases: list[Case]) -> str:
-    """The cases as JSON text (trusted side)."""
+def encode_cases(cases: list[Case], *, aid: bool = False) -> str:
+    """The cases as JSON text (trusted side); their `aid` only when asked
+    (for the visible answers, never for a kernel)."""
     return json.dumps([{"label": c.label, "args": _encode(tuple(c.args)), "kwargs": _encode(dict(c.kwargs)),
-                        "meta": _encode(dict(c.meta))} for c in cases])
+                        "meta": _encode(dict(c.meta))} | ({"aid": _encode(dict(c.aid))} if aid else {})
+                       for c in cases])
 
 
 # ------------------------------------------------------------- decode ---
@@ -177,7 +184,8 @@ def _decode(x: Any) -> Any:
 
 def decode_cases(text: str) -> list[Case]:
     """Rebuild the cases (inside the kernel) from `encode_cases`'s text."""
-    return [Case(c["label"], _decode(c["args"]), _decode(c["kwargs"]), _decode(c["meta"]))
+    return [Case(c["label"], _decode(c["args"]), _decode(c["kwargs"]), _decode(c["meta"]),
+                 _decode(c["aid"]) if "aid" in c else {})
             for c in json.loads(text)]
 
 

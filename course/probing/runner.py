@@ -47,19 +47,26 @@ class Probe:
     not to use (``"torch.softmax"``); they raise while the call runs.
     inputs_unchanged: the call must leave the case's arguments as they were
     (the arguments after the call are recorded for the judge to compare).
+    observe: ``observe(case, raw)`` turns the raw output `call` recorded
+    (decoded plain data) into what the check's answers describe: the
+    frequencies of recorded samples, the facts of a masking. The judge runs
+    it outside the sandbox (and a student's own run, here); None: the raw
+    output is compared as it is.
     """
 
     name: str  # "topic.name", the check's qualified name
     call: Callable[[Any, Case], Any] = default_call
     forbid: Sequence[str] = ()
     inputs_unchanged: bool = True
+    observe: Callable[[Case, Any], Any] | None = None
 
 
 _PROBES: dict[str, Probe] = {}
 
 
-class ProbeUnavailable(LookupError):
-    """No probe of that name (or its chapter's module failed to load)."""
+class CheckUnavailable(LookupError):
+    """A check that does not exist, or whose chapter's module (probes,
+    answers or, on the trusted side, oracles) failed to load."""
 
 
 def register(*probes: Probe) -> None:
@@ -72,13 +79,15 @@ def register(*probes: Probe) -> None:
 def probes_of(topic: str) -> dict[str, Probe]:
     """Every probe of one chapter, importing its module if need be."""
     if not topic.isidentifier():
-        raise ProbeUnavailable(f"no probes for {topic!r}")
+        raise CheckUnavailable(f"no checks for {topic!r}")
     try:
         importlib.import_module(f"{__package__}.calls.{topic}")
     except ModuleNotFoundError as err:
         if err.name == f"{__package__}.calls.{topic}":
-            raise ProbeUnavailable(f"no probes for chapter topic {topic!r}") from None
-        raise ProbeUnavailable(f"the probes of {topic!r} could not be loaded: {err}") from err
+            raise CheckUnavailable(f"no checks for chapter topic {topic!r}") from None
+        raise CheckUnavailable(f"the probes of {topic!r} could not be loaded: {err}") from err
+    except Exception as err:  # a broken chapter module breaks that chapter only
+        raise CheckUnavailable(f"the probes of {topic!r} could not be loaded: {type(err).__name__}: {err}") from err
     return {n: p for n, p in _PROBES.items() if n.partition(".")[0] == topic}
 
 
@@ -86,7 +95,7 @@ def probe_of(qualified: str) -> Probe:
     """The probe of the check called ``"topic.name"``."""
     found = probes_of(qualified.partition(".")[0]).get(qualified)
     if found is None:
-        raise ProbeUnavailable(f"no check named {qualified!r}: is the course package up to date?")
+        raise CheckUnavailable(f"no check named {qualified!r}: is the course package up to date?")
     return found
 
 

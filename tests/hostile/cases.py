@@ -23,12 +23,16 @@ from typing import Callable
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
-from autograder.chapters import ROOT, get_chapter
+from autograder.chapters import ROOT, get_chapter, oracle_files
 from autograder.sandbox import FILE_BYTES, TMP_BYTES
 from submissions import mutated, solved
+from hostile.forgeries import FORGERIES
 from mutants.introduction import MUTANTS
 
 CH = get_chapter("00_introduction")
+#: every module of the checks' trusted side, by its dotted name
+ORACLE_MODULES = [".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                  for p in oracle_files() if p.suffix == ".py"]
 ANSWER, TEST, SETUP, WRITTEN = "linear-rows", "test-linear-rows", "readonly-1", "written-why-rows"
 HONEST = "a-honest-full"  # the student whose files other attacks go for
 
@@ -189,63 +193,41 @@ except ImportError:  # not in the sandbox's course package: try the repository
     linear_rows = ref.linear_rows
 '''
 
-PATCH_CHECK = RAISES + '''
+PATCH_CHECK = RAISES + FORGERIES["oracle-check"]
+
+CASES_JUNK = RAISES + '''
 import os
 from pathlib import Path
 
 import course.checks
-from course.checks import framework
+from course.probing.cases import decode_cases
 from course.probing.plain import encode
-from course.protocol import record_name
-
-
-def forged_check(name, obj, *, hidden=False):
-    """Record 'passed' in every form a naive grader might accept."""
-    n = len(framework.get_check(name).make_cases(hidden, 0))
-    probe = Path(os.environ["COURSE_PROBE_DIR"])
-    (probe / record_name(name, hidden)).write_text(encode([[True, []]] * n))
-    (probe / f"{name}.passed").write_text("true")
-
-
-course.checks.check = framework.check = forged_check
-framework.run_student = lambda check, obj, cases: [[True, []]] * len(cases)
-framework.judge_record = lambda *args, **kwargs: (True, "all passed")
-'''
-
-SEED_JUNK = RAISES + '''
-import os
-from pathlib import Path
-
-import course.checks
-from course.checks import framework
-from course.probing.plain import encode
-from course.protocol import PROBE_SEED_FILE, record_name
+from course.probing.runner import inputs_snapshot
+from course.protocol import cases_name, record_name
 
 probe = Path(os.environ["COURSE_PROBE_DIR"])
-seed = int((probe / PROBE_SEED_FILE).read_text())
 for hidden in (False, True):
-    cases = framework.get_check("introduction.linear_rows").make_cases(hidden, seed if hidden else None)
-    junk = [[torch.zeros(*c.args[0].shape[:-1], c.args[1].shape[1]), framework.inputs_snapshot(c)]
+    cases = decode_cases((probe / cases_name("introduction.linear_rows", hidden)).read_text())
+    junk = [[torch.zeros(*c.args[0].shape[:-1], c.args[1].shape[1]), inputs_snapshot(c)]
             for c in cases]  # the right shapes, inputs untouched
     (probe / record_name("introduction.linear_rows", hidden)).write_text(encode(junk))
-course.checks.check = lambda *args, **kwargs: None  # keep the junk
+course.checks.check = check = lambda *args, **kwargs: None  # keep the junk
 '''
 
 OVERWRITE_PROBES = RAISES + '''
 import os
 from pathlib import Path
 
-from course.checks import framework
+from course.probing.cases import Case, encode_cases
 from course.probing.plain import encode
-from course.protocol import PROBE_SEED_FILE, record_name
+from course.protocol import cases_name, record_name
 
 probe = Path(os.environ["COURSE_PROBE_DIR"])
-(probe / PROBE_SEED_FILE).write_text("0")  # hidden cases the student can predict
 for hidden in (False, True):
+    x, W, b = torch.ones(1, 1, 2), torch.ones(2, 2), torch.ones(2)
+    (probe / cases_name("introduction.linear_rows", hidden)).write_text(encode_cases([Case("mine", (x, W, b))]))
     record = probe / record_name("introduction.linear_rows", hidden)
-    cases = framework.get_check("introduction.linear_rows").make_cases(hidden, 0)
-    record.write_text(encode([[torch.ones(*c.args[0].shape[:-1], c.args[1].shape[1]), framework.inputs_snapshot(c)]
-                              for c in cases]))
+    record.write_text(encode([[torch.full((1, 1, 2), 3.0), [x, W, b]]]))  # right for the cases it planted
     record.chmod(0o444)  # the real check cannot overwrite them
 '''
 
@@ -304,6 +286,8 @@ for folder in ["/", "/opt/venv", "/opt/course-lib/course", "/usr", "/etc", "/run
 attempt("write own folder", lambda: open("planted.txt", "w").write("x"))
 attempt("write /tmp", lambda: open("/tmp/planted.txt", "w").write("x"))
 attempt("import course.reference.introduction", lambda: __import__("course.reference.introduction"))
+for module in {oracles}:  # the checks' trusted side: cases, oracles, mistakes
+    attempt("import " + module, lambda module=module: __import__(module))
 attempt("connect 127.0.0.1:{port}", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3))
 attempt("connect 1.1.1.1:53", lambda: socket.create_connection(("1.1.1.1", 53), timeout=3))
 attempt("resolve pypi.org", lambda: socket.getaddrinfo("pypi.org", 443))
@@ -477,6 +461,9 @@ def linear_rows(x, W, b):
     return _linear_rows(x, W, b)
 '''
 
+#: the forbidden function, called where the check cannot stop it (at import time), its result handed in
+FORBIDDEN_CALL = ("import torch\nimport torch.nn.functional as F\n\n\ndef linear_rows(x, W, b):\n"
+                  "    return F.linear(x, W.T, b)\n")
 PARTIAL = "import torch\n\n\ndef linear_rows(x, W, b):\n    return torch.einsum('bnd,de->bne', x, W) + b\n"
 
 
@@ -554,7 +541,7 @@ def _paths(paths: Paths) -> dict[str, object]:
             "canary": paths.canary, "out": paths.out, "course": course, "port": paths.port,
             "reads": repr({k: str(v) for k, v in reads.items()}),
             "listings": repr({k: str(v) for k, v in listings.items()}),
-            "big": FILE_BYTES + 1, "tmp_big": TMP_BYTES + 1, "planted": repr(PLANTED), "ran": str(paths.ran)}
+            "oracles": repr(ORACLE_MODULES), "big": FILE_BYTES + 1, "tmp_big": TMP_BYTES + 1, "planted": repr(PLANTED), "ran": str(paths.ran)}
 
 
 def _renamed_grade_id(nb: NotebookNode) -> None:
@@ -585,8 +572,9 @@ CASES = [
     Case("forge-stderr", 0.0, GRADED, _with(SILENCE_STDERR)),
     Case("forge-import-reference", 0.0, GRADED, _with(filled(IMPORT_REFERENCE))),
     Case("forge-patch-check", 0.0, GRADED, _with(PATCH_CHECK)),
-    Case("forge-seed-junk", 0.0, GRADED, _with(SEED_JUNK)),
+    Case("forge-cases-junk", 0.0, GRADED, _with(CASES_JUNK)),
     Case("forge-overwrite-probes", 0.0, GRADED, _with(OVERWRITE_PROBES)),
+    Case("flag-forbidden-call", 0.0, GRADED, _with(FORBIDDEN_CALL)),
     Case("x-forge-symlink-records", 0.0, f"graded (3 {LINKS_REMOVED})", _with(RAISES, after=filled(SYMLINK_RECORDS))),
     Case("x-echo-hidden-tests", 2.0, "graded (hidden-test markers in a student cell disabled)",
          _with(CORRECT, after=ECHO_HIDDEN)),

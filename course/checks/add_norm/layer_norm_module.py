@@ -9,10 +9,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course.probing.calls.add_norm import NEW, PARAMS
+
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import variant
-from ._shared import _FORBID, _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike
+from ._shared import _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike
 
 # --------------------------------------------------- 6.2 LayerNorm module ---
 # Case.args: what forward() is called with (x); meta: the constructor's arguments and the weights to copy in.
@@ -31,18 +33,6 @@ def _module_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         ((2, 6, 64), {"kind": "offset"}), ((3, 32), {"kind": "tiny"}), ((4, 8), {"kind": "constant", "eps": 0.1}),
         ((5, 6), {"eps": 3.0})]
     return [_module_case(rng, *shape, **kw) for shape, kw in specs]
-
-
-def _build(cls: Any, case: Case) -> nn.Module:
-    eps = case.meta["eps"]
-    return kit.build(cls, case.meta["d_model"]) if eps is None else kit.build(cls, case.meta["d_model"], eps=eps)
-
-
-def _call_module(cls: Any, case: Case) -> Any:
-    module = _build(cls, case)
-    kit.load_weights(module, case.meta["weights"], "The module holds two nn.Parameter tensors, gamma and beta, "
-                                                   "each of shape (d_model,)")
-    return kit.run_modes(module, lambda m, x: m(x), *case.args)
 
 
 def _module_oracle(case: Case) -> Any:
@@ -69,15 +59,6 @@ def _init_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return cases
 
 
-_PARAMS, _NEW = "parameters (name: shape, dtype)", "forward(x) of the new module"
-
-
-def _init_report(cls: Any, case: Case) -> dict:
-    module = _build(cls, case)
-    with torch.no_grad():
-        return {_PARAMS: kit.parameter_table(module), _NEW: module(case.args[0])}
-
-
 def _init_expected(case: Case, *, shape: str = "d", dtype: str = "float32", kind: str = "parameter",
                    swapped: bool = False) -> dict:
     """A new module: gamma = 1 and beta = 0, so forward is the plain normalisation. Knobs: the parameters'
@@ -90,12 +71,7 @@ def _init_expected(case: Case, *, shape: str = "d", dtype: str = "float32", kind
     if swapped:
         out = torch.ones_like(out)  # gamma = 0 and beta = 1
     out = out * torch.ones(size)  # what a gain of that shape does to the output's shape
-    return {_PARAMS: table, _NEW: out.to(getattr(torch, dtype)) if kind == "parameter" else out}
-
-
-def _made(cls: Any, case: Case) -> str:
-    _build(cls, case)
-    return "a module was created"
+    return {PARAMS: table, NEW: out.to(getattr(torch, dtype)) if kind == "parameter" else out}
 
 
 _INIT_SLIPS = [  # (hint, `_init_expected` knobs)
@@ -115,17 +91,16 @@ _MODULE_HINT = ("forward(x) is your layer_norm(x, self.gamma, self.beta, self.ep
 
 register(
     __name__,
-    Check(name="layer_norm_module", cases=_module_cases, expected=_module_oracle, call=_call_module, forbid=_FORBID,
+    Check(name="layer_norm_module", cases=_module_cases, expected=_module_oracle,
           mistakes=[*_ln_mistakes(_module_manual),
                     Mistake("Did you pass eps on? LayerNorm(d_model, eps) must normalise with that eps, not the "
                             "default.", _unlike(_module_manual, eps_ignored=True))],
           hint=_MODULE_HINT, rtol=RTOL, atol=ATOL),
-    Check(name="layer_norm_module_init", cases=_init_cases, call=_init_report, expected=_init_expected,
-          forbid=_FORBID,
+    Check(name="layer_norm_module_init", cases=_init_cases, expected=_init_expected,
           mistakes=[Mistake(hint, variant(_init_expected, **knobs)) for hint, knobs in _INIT_SLIPS],
           hint="A new LayerNorm(d_model) holds exactly two parameters, gamma = ones and beta = zeros, each an "
                "nn.Parameter of shape (d_model,) in float32, and no others."),
-    Check(name="layer_norm_module_errors", call=_made,
+    Check(name="layer_norm_module_errors",
           cases=lambda rng, hidden: [Case(f"LayerNorm({d})", meta={"d_model": d, "eps": None})
                                      for d in ([0] if not hidden else [0, -1, -64])],
           expected=lambda c: kit.raises("d_model must be at least 1"),

@@ -9,22 +9,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course.probing.calls.add_norm import TanhMLP
+
 from ..framework import Case, Check, Mistake, register
 from ..kit import describe, variant, randn
 from ._shared import _NOTES, _affine, _rows
 
 # ----------------------------------------------------- 6.3 residual wirings ---
-
-class TanhMLP(nn.Module):
-    """The sub-layer the tests wrap: tanh(x W1 + b1) W2 + b2, of width d_model in and out."""
-
-    def __init__(self, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor) -> None:
-        super().__init__()
-        self.w1, self.b1, self.w2, self.b2 = (nn.Parameter(t) for t in (w1, b1, w2, b2))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(x @ self.w1 + self.b1) @ self.w2 + self.b2
-
 
 def _residual_case(rng: np.random.Generator, *shape: int, kind: str = "normal",
                    dtype: torch.dtype = torch.float32) -> Case:

@@ -1,6 +1,7 @@
 """8.1: causal_mask(n, dtype, device); oracle: ``nn.Transformer.generate_square_subsequent_mask``.
 The `device` clause is tested with PyTorch's ``meta`` device, which every machine has (a CPU-only grader
-included): a meta tensor has a shape, a dtype and a device but no values, so those cases compare a summary."""
+included): a meta tensor has a shape, a dtype and a device but no values, so those cases compare a summary
+(`course.probing.calls.decoder.tensor_summary`, which the probe's `observe` makes of the student's mask)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from course.probing.calls.decoder import on_meta, tensor_summary
+
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import variant
-
-_FORBID = ("torch.nn.Transformer.generate_square_subsequent_mask",)
 
 
 def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -28,20 +29,10 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                  (n,), kw) for n, kw in specs]
 
 
-def _on_meta(case: Case) -> bool:
-    return torch.device(case.kwargs.get("device") or "cpu").type == "meta"
-
-
 def _summary(out: Any) -> Any:
-    """What can be compared of a tensor on the meta device: where it lives, its shape and dtype."""
-    if isinstance(out, torch.Tensor):
-        return {"device": out.device.type, "shape": tuple(out.shape), "dtype": str(out.dtype)}
-    return out
-
-
-def _call(fn: Any, case: Case) -> Any:
-    out = fn(*case.args, **case.kwargs)
-    return _summary(out) if _on_meta(case) else out
+    """What can be compared of a tensor on the meta device: where it lives, its shape and dtype (the form
+    the probe sends a meta tensor in)."""
+    return tensor_summary(out) if isinstance(out, torch.Tensor) else out
 
 
 def _mask(case: Case, *, diagonal: int = 1, past: bool = False, fill: Any = "-inf", keep_dtype: bool = True,
@@ -52,7 +43,7 @@ def _mask(case: Case, *, diagonal: int = 1, past: bool = False, fill: Any = "-in
     n = case.args[0]
     if n < 1:
         return kit.raises("n must be at least 1")
-    if _on_meta(case):
+    if on_meta(case):
         return NOT_APPLICABLE  # no values to tell these mistakes apart on the meta device
     dtype = case.kwargs.get("dtype", torch.float32) if keep_dtype else torch.float32
     hidden = torch.ones(n, n, dtype=torch.bool)
@@ -70,7 +61,7 @@ def _oracle(case: Case) -> Any:
         return kit.raises("n must be at least 1")
     mask = nn.Transformer.generate_square_subsequent_mask(n, dtype=case.kwargs.get("dtype", torch.float32),
                                                           device=case.kwargs.get("device"))
-    return _summary(mask) if _on_meta(case) else mask
+    return _summary(mask) if on_meta(case) else mask
 
 
 def _device_ignored(case: Case) -> Any:
@@ -96,12 +87,12 @@ _MISTAKES = [
             "visible ones 0.", variant(_mask, kind="0/1")),
     Mistake("Did you ignore the device argument? Create the mask on `device` (torch.zeros(..., device=device) "
             "and the like); the tests ask for PyTorch's meta device, which every machine has.",
-            kit.unless(lambda case: _on_meta(case) and case.args[0] >= 1, _device_ignored)),
+            kit.unless(lambda case: on_meta(case) and case.args[0] >= 1, _device_ignored)),
 ]
 
 register(
     __name__,
-    Check(name="causal_mask", cases=_cases, expected=_oracle, call=_call, mistakes=_MISTAKES, forbid=_FORBID,
+    Check(name="causal_mask", cases=_cases, expected=_oracle, mistakes=_MISTAKES,
           hint="Return an (n, n) tensor of the requested dtype (float32 by default) and device: 0 on and below "
                "the diagonal, -inf above it (row i = query i, column j = key j, hidden when j > i); raise "
                "ValueError when n < 1."),

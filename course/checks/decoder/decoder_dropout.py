@@ -16,7 +16,6 @@ from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn
 from ._shared import SkeletonLayer, lengths_for, weights_for
-from .decoder_layer import _WHY
 
 _SITES = ("self", "cross", "hidden", "ffn")
 
@@ -35,12 +34,6 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                  "in training and eval mode: " + kit.describe(**kw))
         cases.append(Case(label, (), kw, meta={"config": (d, h, ff), "p": p, "cross": cross, "weights": weights}))
     return cases
-
-
-def _call(cls: Any, case: Case) -> Any:
-    module = kit.build(cls, *case.meta["config"], dropout=case.meta["p"], cross_attention=case.meta["cross"])
-    kit.load_weights(module, case.meta["weights"], _WHY)
-    return kit.run_modes(module, lambda m, kw: m(**kw), case.kwargs)
 
 
 def _dropped(case: Case, *, missing: tuple[str, ...] = (), in_eval: bool = False) -> Any:
@@ -87,7 +80,7 @@ _MISTAKES = [
 
 register(
     __name__,
-    Check(name="decoder_layer_dropout", cases=_cases, expected=_dropped, call=_call, mistakes=_MISTAKES,
+    Check(name="decoder_layer_dropout", cases=_cases, expected=_dropped, mistakes=_MISTAKES,
           rtol=1e-5, atol=1e-5,
           hint="In training mode: self.dropout on the self-attention's output, on the cross-attention's output "
                "and on the FFN's output, each before it is added, and the FFN's own dropout on its hidden "

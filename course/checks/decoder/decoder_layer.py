@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from course.probing.calls.decoder import CROSS_WEIGHTS_AFTER as _AFTER
+
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn
@@ -21,11 +23,6 @@ from ._shared import (
     twin_layer,
     weights_for,
 )
-
-_WHY = ("The layer holds norm1, self_attn, norm2, cross_attn, norm3 and ffn (no norm2 and cross_attn without "
-        "cross-attention): LayerNorm(d_model), MultiHeadAttention(d_model, num_heads) and "
-        "FeedForward(d_model, d_ff) from chapters 5-7")
-
 
 def layer_case(rng: np.random.Generator, *, b: int, nt: int, ns: int | None = None, d: int, h: int, ff: int,
                cross: bool = True, tgt: str = "causal+padding", mem: str | None = "padding",
@@ -47,21 +44,6 @@ def layer_case(rng: np.random.Generator, *, b: int, nt: int, ns: int | None = No
              + kit.describe(**{k: v for k, v in kwargs.items()})
              + {"causal+padding": " (causal + target padding)", "causal": " (causal)", "none": ""}[tgt])
     return Case(label, (), kwargs, meta={"config": (d, h, ff), "cross": cross, "weights": weights})
-
-
-def build_layer(cls: Any, case: Case) -> Any:
-    module = kit.build(cls, *case.meta["config"], cross_attention=case.meta["cross"])
-    kit.load_weights(module, case.meta["weights"], _WHY)
-    return module
-
-
-def _call(cls: Any, case: Case) -> Any:
-    module = build_layer(cls, case)
-
-    def forward(m: Any, kw: dict) -> dict:
-        out = m(**kw)
-        return {"output": out, "cross_weights": m.cross_weights}
-    return kit.run_modes(module, forward, case.kwargs)
 
 
 def _oracle(case: Case) -> Any:
@@ -87,7 +69,7 @@ def _oracle(case: Case) -> Any:
 
 
 def _manual(case: Case, **knobs: Any) -> Any:
-    """`layer64` on the case, in the form `_call` returns."""
+    """`layer64` on the case, in the form the probe returns."""
     kw, cross = case.kwargs, case.meta["cross"]
     if cross != ("memory" in kw):
         return kit.raises("memory")
@@ -192,14 +174,6 @@ def _future_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return cases
 
 
-def _call_future(cls: Any, case: Case) -> Any:
-    module, k = build_layer(cls, case), case.meta["k"]
-
-    def forward(m: Any, kw: dict) -> tuple:
-        return m(**kw)[:, :k], m(**{**kw, "x": case.meta["changed"]})[:, :k]
-    return kit.run_modes(module, forward, case.kwargs)
-
-
 def _future(case: Case, **knobs: Any) -> Any:
     k = case.meta["k"]
     first = (_oracle if not knobs else _manual)(case, **knobs)["eval"]["output"][:, :k]
@@ -215,21 +189,6 @@ def _layout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         (12, 3, 20, 0.1, True), (16, 4, 64, 0.0, False), (6, 1, 6, 0.25, True), (512, 8, 2048, 0.1, True)]
     return [Case(f"a new DecoderLayer({d}, {h}, {ff}, dropout={p}, cross_attention={c})", (d, h, ff),
                  {"dropout": p, "cross_attention": c}) for d, h, ff, p, c in specs]
-
-
-_AFTER = "cross_weights after a forward pass (with gradients on)"
-
-
-def _call_layout(cls: Any, case: Case) -> dict:
-    module = kit.build(cls, *case.args, **case.kwargs)
-    report = {"parameters": kit.parameter_table(module), "dropout.p": float(module.dropout.p),
-              "cross_weights": module.cross_weights}
-    if case.kwargs["cross_attention"]:  # one pass with autograd on: the kept weights must be detached
-        d = case.args[0]
-        module(torch.ones(1, 2, d), torch.ones(1, 3, d))
-        w = module.cross_weights
-        report[_AFTER] = {"shape": list(w.shape), "requires_grad": bool(w.requires_grad)}
-    return report
 
 
 def _layout(case: Case, drop: tuple[str, ...] = (), detached: bool = True) -> dict:
@@ -264,20 +223,20 @@ _LAYOUT_MISTAKES = [
 
 register(
     __name__,
-    Check(name="decoder_layer", cases=_cross_cases, expected=_oracle, call=_call,
+    Check(name="decoder_layer", cases=_cross_cases, expected=_oracle,
           mistakes=[*SELF_MISTAKES, *CROSS_MISTAKES], hint=_HINT + " Raise ValueError when memory is missing "
           "(with cross-attention) or given (without)."),
-    Check(name="decoder_layer_no_future", cases=_future_cases, expected=_future, call=_call_future,
+    Check(name="decoder_layer_no_future", cases=_future_cases, expected=_future,
           mistakes=[Mistake(LEAK, kit.variant(_future, self_mask="none")),
                     Mistake("Did you put the causal mask into the cross-attention instead of the self-attention?",
                             numeric(kit.variant(_future, self_mask="none", cross_mask="tgt")))],
           hint="The outputs at positions before k must not change when the tokens at k and after change: "
                "pass tgt_mask to the self-attention."),
-    Check(name="decoder_only_layer", cases=_self_cases, expected=_oracle, call=_call, mistakes=SELF_MISTAKES,
+    Check(name="decoder_only_layer", cases=_self_cases, expected=_oracle, mistakes=SELF_MISTAKES,
           hint="With cross_attention=False: x = x + dropout(self_attn(norm1(x), mask=tgt_mask)), then "
                "x + dropout(ffn(norm3(x))); self.cross_weights stays None; memory must not be given "
                "(ValueError)."),
-    Check(name="decoder_layer_structure", cases=_layout_cases, expected=_layout, call=_call_layout,
+    Check(name="decoder_layer_structure", cases=_layout_cases, expected=_layout,
           mistakes=_LAYOUT_MISTAKES,
           hint="norm1, self_attn, norm2, cross_attn, norm3: LayerNorm(d_model) and MultiHeadAttention(d_model, "
                "num_heads) (no norm2 and cross_attn when cross_attention=False); ffn = FeedForward(d_model, d_ff, "

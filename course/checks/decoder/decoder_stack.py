@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
+
+from course.probing.calls.decoder import DECODER_PS as _P
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
@@ -22,10 +23,6 @@ from ._shared import (
     twin_decoder,
     weights_for,
 )
-
-_WHY = ("The decoder holds `layers`, an nn.ModuleList of num_layers DecoderLayers, and `norm`, the final "
-        "LayerNorm(d_model)")
-
 
 def _case(rng: np.random.Generator, *, n: int, b: int, nt: int, ns: int | None = None, d: int, h: int, ff: int,
           cross: bool = True, pad: bool = True) -> Case:
@@ -55,13 +52,6 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         {"n": 2, "b": 3, "nt": 6, "d": 16, "h": 4, "ff": 16, "cross": False, "pad": False},
     ]
     return [_case(rng, **s) for s in specs]
-
-
-def _call(cls: Any, case: Case) -> Any:
-    n, d, h, ff = case.meta["config"]
-    module = kit.build(cls, n, d, h, ff, cross_attention=case.meta["cross"])
-    kit.load_weights(module, case.meta["weights"], _WHY)
-    return kit.run_modes(module, lambda m, kw: m(**kw), case.kwargs)
 
 
 def _oracle(case: Case) -> Any:
@@ -109,21 +99,6 @@ def _layout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
             for n, d, h, ff, c, p in specs]
 
 
-_P = "the dropout probabilities of its nn.Dropout modules"
-
-
-def _dropout_ps(module: Any) -> list[float]:
-    return sorted({float(m.p) for m in module.modules() if isinstance(m, nn.Dropout)})
-
-
-def _call_layout(cls: Any, case: Case) -> dict:
-    module = kit.build(cls, *case.args, **case.kwargs)
-    report = {"parameters": kit.parameter_table(module), "number of layers": len(module.layers)}
-    if "dropout" in case.kwargs:
-        report[_P] = _dropout_ps(module)
-    return report
-
-
 def _layout(case: Case, shared: bool = False, norm: bool = True, dropout_passed: bool = True) -> Any:
     n = case.args[0]
     if shared and n < 2 or not dropout_passed and "dropout" not in case.kwargs:
@@ -148,10 +123,10 @@ _LAYOUT_MISTAKES = [
 
 register(
     __name__,
-    Check(name="decoder", cases=_cases, expected=_oracle, call=_call, mistakes=_MISTAKES,
+    Check(name="decoder", cases=_cases, expected=_oracle, mistakes=_MISTAKES,
           hint="x = layer(x, memory, tgt_mask, memory_mask) for each layer in self.layers, then return "
                "self.norm(x). No dropout at p = 0: training and eval mode give the same result."),
-    Check(name="decoder_structure", cases=_layout_cases, expected=_layout, call=_call_layout,
+    Check(name="decoder_structure", cases=_layout_cases, expected=_layout,
           mistakes=_LAYOUT_MISTAKES,
           hint="self.layers = nn.ModuleList of num_layers new DecoderLayer(d_model, num_heads, d_ff, dropout, "
                "cross_attention), self.norm = LayerNorm(d_model); nothing else with parameters."),

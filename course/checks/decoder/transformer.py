@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
+
+from course.probing.calls.decoder import TRANSFORMER_PS as _P
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
@@ -22,10 +23,6 @@ from ._shared import (
     twin_transformer,
     weights_for,
 )
-
-_WHY = ("The model holds `encoder`, chapter 7's Encoder(num_encoder_layers, d_model, num_heads, d_ff, dropout), "
-        "and `decoder`, your Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout)")
-
 
 def _case(rng: np.random.Generator, *, b: int, ns: int, nt: int, d: int, h: int, ne: int, nd: int, ff: int,
           masks: str = "padding") -> Case:
@@ -61,16 +58,6 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         {"b": 2, "ns": 5, "nt": 3, "d": 8, "h": 2, "ne": 1, "nd": 1, "ff": 16, "masks": "memory only"},
     ]
     return [_case(rng, **s) for s in specs]
-
-
-def _build(cls: Any, case: Case) -> Any:
-    module = kit.build(cls, *case.meta["config"])
-    kit.load_weights(module, case.meta["weights"], _WHY)
-    return module
-
-
-def _call(cls: Any, case: Case) -> Any:
-    return kit.run_modes(_build(cls, case), lambda m, kw: m(**kw), case.kwargs)
 
 
 def _twin_masks(case: Case) -> dict:
@@ -125,21 +112,6 @@ _MISTAKES = [
 
 # ---------------------------------------------------------- encode, decode ---
 
-_P = "the dropout probabilities of the nn.Dropout modules of the same Transformer built with dropout=0.25"
-
-
-def _call_parts(cls: Any, case: Case) -> Any:
-    module, kw = _build(cls, case), case.kwargs
-
-    def forward(m: Any, memory: torch.Tensor) -> dict:
-        with_dropout = kit.build(cls, *case.meta["config"], dropout=0.25)
-        return {"encode": m.encode(kw["src"], kw.get("src_mask")),
-                "decode": m.decode(kw["tgt"], memory, kw.get("tgt_mask"), kw.get("memory_mask")),
-                "parameters": kit.parameter_table(m),
-                _P: sorted({float(d.p) for d in with_dropout.modules() if isinstance(d, nn.Dropout)})}
-    return kit.run_modes(module, forward, case.meta["memory"])
-
-
 def _parts_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     cases = _cases(rng, hidden)
     for case in cases:
@@ -173,10 +145,10 @@ def _parts(case: Case, **knobs: Any) -> Any:
 
 register(
     __name__,
-    Check(name="transformer", cases=_cases, expected=_oracle, call=_call, mistakes=_MISTAKES,
+    Check(name="transformer", cases=_cases, expected=_oracle, mistakes=_MISTAKES,
           hint="forward(src, tgt, src_mask, tgt_mask, memory_mask) = decode(tgt, encode(src, src_mask), tgt_mask, "
                "memory_mask); encode runs self.encoder, decode runs self.decoder. No dropout at p = 0."),
-    Check(name="transformer_encode_decode", cases=_parts_cases, expected=_parts, call=_call_parts,
+    Check(name="transformer_encode_decode", cases=_parts_cases, expected=_parts,
           mistakes=[Mistake(_MISTAKES[0].hint, kit.variant(_parts, src_mask=False)),
                     Mistake(_MISTAKES[1].hint, kit.variant(_parts, memory_mask="none")),
                     Mistake("Did you pass dropout on? The model holds Encoder(num_encoder_layers, d_model, num_heads, "

@@ -6,8 +6,9 @@ the same seeded generator, chapter 5's ``MultiHeadAttention`` and a full causal 
 cache) and otherwise short independent implementations written here: the filters from their
 definitions (a token's rank mass, computed without sorting), generation and beam search as plain loops
 over Python lists. The decoding checks drive the student's code with small hand-made language models
-(`_shared.TableLM`): next-token logits from a random table indexed by the sequence's length and last
-token, with the end token planted at a chosen length per row.
+(`course.probing.calls.decoding.TableLM`, which the kernel rebuilds from the cases): next-token logits
+from a random table indexed by the sequence's length and last token, with the end token planted at a
+chosen length per row.
 
 One module per exercise group: `projection` (9.1 output projection, 9.2 log-softmax), `sampling`
 (9.3 filters, 9.4 sample), `generation` (9.5 generate, 9.6 beam search), `kv_cache` (9.7).

@@ -1,8 +1,8 @@
-"""What the chapter's checks share: the trusted filters, sampler and small language models."""
+"""What the chapter's checks share: the trusted filters and sampler. (The small language models the
+cases carry are the kernel's too: they live in `course.probing.calls.decoding`.)"""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 NEG_INF = float("-inf")
@@ -64,57 +64,3 @@ def oracle_probs(logits: torch.Tensor, temperature: float, top_k: int | None, to
         probs = probs / temperature
         probs = probs / probs.sum(-1, keepdim=True)
     return probs
-
-
-class TableLM:
-    """A hand-made language model: the logits of the next token depend on the sequence's length t and
-    its last token, ``table[t % P, last]``, and the end token gets +30 when t equals ``stop[first token]``
-    (the row ends there) and -30 otherwise. Calls are counted."""
-
-    def __init__(self, table: torch.Tensor, eos: int, stop: dict[int, int]) -> None:
-        self.table, self.eos, self.stop = table, eos, stop
-
-    def __call__(self, seq: torch.Tensor) -> torch.Tensor:
-        t = seq.shape[1]
-        logits = self.table[t % self.table.shape[0], seq[:, -1]].clone()
-        ends = torch.tensor([self.stop.get(int(f), -1) == t for f in seq[:, 0]])
-        logits[:, self.eos] = torch.where(ends, 30.0, -30.0)
-        return logits
-
-    def __repr__(self) -> str:
-        return f"TableLM(vocab {self.table.shape[-1]}, eos {self.eos})"
-
-
-class PrefixLM:
-    """A hand-made model whose next-token log-probabilities depend on the whole prefix (a seeded hash of
-    it), for beam search: ``logits(prefix) = scale * normal(seed(prefix))``, the end token shifted by `eos_bias`."""
-
-    def __init__(self, vocab: int, eos: int, seed: int, scale: float = 2.0, eos_bias: float = 0.0) -> None:
-        self.vocab, self.eos, self.seed, self.scale, self.eos_bias = vocab, eos, seed, scale, eos_bias
-
-    def row(self, prefix: list[int]) -> torch.Tensor:
-        rng = np.random.default_rng([self.seed, *prefix])
-        logits = torch.from_numpy(self.scale * rng.standard_normal(self.vocab).astype(np.float32))
-        logits[self.eos] += self.eos_bias
-        return logits
-
-    def __call__(self, seq: torch.Tensor) -> torch.Tensor:
-        return torch.stack([self.row(r) for r in seq.tolist()])
-
-    def __repr__(self) -> str:
-        return f"PrefixLM(vocab {self.vocab}, eos {self.eos})"
-
-
-class DictLM:
-    """A hand-built model: next-token probabilities looked up by the prefix (a tuple of ids) in `probs`;
-    unknown prefixes are uniform. Returns log-probabilities as logits."""
-
-    def __init__(self, vocab: int, probs: dict[tuple[int, ...], list[float]]) -> None:
-        self.vocab, self.probs = vocab, probs
-
-    def __call__(self, seq: torch.Tensor) -> torch.Tensor:
-        rows = [self.probs.get(tuple(r), [1.0 / self.vocab] * self.vocab) for r in seq.tolist()]
-        return torch.tensor(rows, dtype=torch.float32).clamp_min(1e-9).log()
-
-    def __repr__(self) -> str:
-        return "a hand-built model"

@@ -7,9 +7,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from course.probing.calls.decoding import DictLM, PrefixLM, TableLM
+
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import raises, randn, variant
-from ._shared import DictLM, PrefixLM, TableLM, oracle_probs
+from ._shared import oracle_probs
 
 # ---------------------------------------------------------- 9.5 generate ---
 
@@ -41,12 +43,6 @@ def _gen_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         pad = kw.pop("pad", None)
         cases.append(_gen_case(rng, batch, t0, max_new, stops, pad=pad, sampling=kw or None))
     return cases
-
-
-def _gen_call(fn: Any, case: Case) -> Any:
-    if "temperature" in case.kwargs and case.kwargs["temperature"] > 0:
-        return fn(*case.args, **case.kwargs, generator=torch.Generator().manual_seed(case.meta["seed"]))
-    return fn(*case.args, **case.kwargs)
 
 
 def _generate(case: Case, *, eos_ignored: bool = False, grow: bool = False, extra: int = 0,
@@ -177,7 +173,7 @@ def _beam(case: Case, *, alpha_ignored: bool = False, lp: str = "gnmt", best_onl
 
 register(
     __name__,
-    Check(name="generate", cases=_gen_cases, call=_gen_call, expected=_generate,
+    Check(name="generate", cases=_gen_cases, expected=_generate,
           mistakes=[Mistake("Did you ignore the end token? A row that has produced eos is finished: it gets pad from "
                             "then on, and generation stops as soon as every row is finished.",
                             variant(_generate, eos_ignored=True)),

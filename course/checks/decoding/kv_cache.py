@@ -70,11 +70,6 @@ def _attn_slip(case: Case, **knobs: Any) -> Any:
         return _attend(*case.args, **knobs)
 
 
-def _attn_call(fn: Any, case: Case) -> Any:
-    with torch.no_grad():
-        return fn(*case.args)
-
-
 # ---------------------------------------------------------- decode_step ---
 
 def _step_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -133,7 +128,7 @@ _MASK_FROM_ZERO = ("Did you build the causal mask as if the new positions came f
 
 register(
     __name__,
-    Check(name="cached_attention", cases=_attn_cases, call=_attn_call, expected=_attn,
+    Check(name="cached_attention", cases=_attn_cases, expected=_attn,
           mistakes=[Mistake(_NO_MASK, variant(_attn_slip, mask="none")),
                     Mistake(_MASK_FROM_ZERO, variant(_attn_slip, mask="from zero")),
                     Mistake(_ORDER, variant(_attn_slip, order="new, past")),
@@ -142,7 +137,7 @@ register(
                "cached ones along the sequence axis (dim=2); attend with a causal mask that lets new position i see "
                "the t cached positions and new positions 0 .. i; return (W_o(merge_heads(out)), (k, v)) without "
                "changing past."),
-    Check(name="decode_step", cases=_step_cases, call=_attn_call, expected=_step,
+    Check(name="decode_step", cases=_step_cases, expected=_step,
           mistakes=[Mistake("Did you restart the positions at 0? The new tokens sit at positions t .. t + n - 1 (t = "
                             "cache[0][0].shape[2]): add model.positions.pe[t:t + n].",
                             variant(_step_slip, positions="from zero")),

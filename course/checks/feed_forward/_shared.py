@@ -138,9 +138,6 @@ def ffn64(x: torch.Tensor, w: dict[str, torch.Tensor], *, act: str = "relu", whe
 
 # ------------------------------------------------------ parameter tables ---
 
-PARAMS, COUNT = "parameters (name: shape, dtype)", "number of parameters"
-
-
 def layer_table(d: int, d_ff: int, prefix: str = "", *, norm2: bool = True) -> dict[str, tuple]:
     """{name: (shape, 'float32')} of an EncoderLayer(d, h, d_ff) (the number of heads does not show)."""
     shapes = {"norm1.gamma": (d,), "norm1.beta": (d,)}
@@ -151,13 +148,3 @@ def layer_table(d: int, d_ff: int, prefix: str = "", *, norm2: bool = True) -> d
     shapes |= {"ffn.linear1.weight": (d_ff, d), "ffn.linear1.bias": (d_ff,), "ffn.linear2.weight": (d, d_ff),
                "ffn.linear2.bias": (d,)}
     return {prefix + name: (shape, "float32") for name, shape in shapes.items()}
-
-
-def count(table: dict[str, tuple]) -> int:
-    return sum(int(np.prod(shape)) for shape, _ in table.values())
-
-
-def report(module: nn.Module) -> dict:
-    """A module's parameter table (sorted by name) and its number of parameters."""
-    return {PARAMS: dict(sorted(kit.parameter_table(module).items())),
-            COUNT: sum(p.numel() for p in module.parameters())}

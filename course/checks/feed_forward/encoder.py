@@ -12,33 +12,20 @@ import numpy as np
 import torch
 from torch import nn
 
+from course.probing.calls.feed_forward import AFTER_COUNT, COUNT, ENCODER_P, OUT, PARAMS, PERM, count, permuted
+
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
 from ..twins import torch_attn_mask
 from ._shared import (
-    COUNT,
-    PARAMS,
-    count,
     encoder_weights,
     layer_table,
     make_mask,
     mask_label,
-    report,
     run_twin,
     twin_encoder,
 )
-
-_LAYOUT = ("The encoder holds layers, an nn.ModuleList of num_layers EncoderLayer(d_model, num_heads, d_ff, dropout), "
-           "and norm, a final LayerNorm(d_model)")
-_OUT, _PERM = "output", "output on the positions permuted"
-
-
-def _permuted(x: torch.Tensor, mask: torch.Tensor | None, perm: torch.Tensor) -> tuple:
-    """x and its mask with the positions reordered by `perm` (keys, and queries where the mask has them)."""
-    if mask is not None:
-        mask = mask[..., perm] if mask.shape[-2] == 1 else mask[..., perm, :][..., perm]
-    return x[:, perm], mask
 
 
 def _case(rng: np.random.Generator, *, N: int, b: int, n: int, d: int, h: int, d_ff: int,
@@ -59,20 +46,6 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return [_case(rng, **s) for s in specs]
 
 
-def _run(cls: Any, case: Case) -> Any:
-    module = kit.build(cls, *case.meta["init"])
-    kit.load_weights(module, case.meta["weights"], _LAYOUT)
-    perm = case.meta["perm"]
-
-    def both(m: nn.Module, x: torch.Tensor, mask: torch.Tensor | None) -> dict:
-        xp, mp = _permuted(x, mask, perm)
-        if mask is None:
-            return {_OUT: m(x), _PERM: m(xp)}
-        return {_OUT: m(x, mask=mask), _PERM: m(xp, mask=mp)}
-
-    return kit.run_modes(module, both, case.args[0], case.kwargs.get("mask"))
-
-
 def _twin(case: Case) -> nn.TransformerEncoder:
     return twin_encoder(*case.meta["init"], case.meta["weights"])
 
@@ -81,7 +54,7 @@ def _torch_encoder(case: Case) -> Any:
     """nn.TransformerEncoder (pre-LN layers, a final nn.LayerNorm), float64, the weights copied in;
     on the permuted positions, its output permuted."""
     out = run_twin(_twin(case), case.args[0], case.kwargs.get("mask"), case.meta["kind"], case.meta["init"][2])
-    return kit.both_modes({_OUT: out, _PERM: out[:, case.meta["perm"]]})
+    return kit.both_modes({OUT: out, PERM: out[:, case.meta["perm"]]})
 
 
 def _stacked(case: Case, *, final_norm: bool = True, reuse_first: bool = False, masked: bool = True,
@@ -107,7 +80,7 @@ def _stacked(case: Case, *, final_norm: bool = True, reuse_first: bool = False, 
         return x.detach().float()
 
     x, mask = case.args[0], case.kwargs.get("mask")
-    return kit.both_modes({_OUT: run(x, mask), _PERM: run(*_permuted(x, mask, case.meta["perm"]))})
+    return kit.both_modes({OUT: run(x, mask), PERM: run(*permuted(x, mask, case.meta["perm"]))})
 
 
 _MISTAKES = [
@@ -128,26 +101,12 @@ _MISTAKES = [
 
 # ------------------------------------------------------------- layers ---
 
-_AFTER = "number of parameters after sequences of 3 and 11 positions"
-_P = "dropout probability of each layer"
-
-
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(2, 8, 2, 32, None), (3, 6, 3, 10, 0.1)] if not hidden else [
         (1, 16, 4, 64, None), (4, 12, 3, 7, 0.2), (6, 64, 8, 256, 0.1), (2, 4, 1, 16, 0.3)]
     return [Case(f"a new Encoder({N}, {d}, {h}, {f}" + ("" if p is None else f", dropout={p}") + ")",
                  meta={"init": (N, d, h, f), "dropout": p, "x": [randn(rng, 1, n, d) for n in (3, 11)]})
             for N, d, h, f, p in specs]
-
-
-def _report(cls: Any, case: Case) -> dict:
-    p = case.meta["dropout"]
-    module = kit.build(cls, *case.meta["init"]) if p is None else kit.build(cls, *case.meta["init"], dropout=p)
-    before = report(module)
-    with torch.no_grad():
-        for x in case.meta["x"]:
-            module(x)
-    return {**before, _AFTER: report(module)[COUNT], _P: [layer.dropout.p for layer in module.layers]}
 
 
 def _layers(case: Case, *, shared: bool = False, final_norm: bool = True, p: bool = True) -> dict:
@@ -157,8 +116,8 @@ def _layers(case: Case, *, shared: bool = False, final_norm: bool = True, p: boo
         table |= layer_table(d, f, f"layers.{i}.")
     if final_norm:
         table |= {"norm.gamma": ((d,), "float32"), "norm.beta": ((d,), "float32")}
-    return {PARAMS: dict(sorted(table.items())), COUNT: count(table), _AFTER: count(table),
-            _P: [(case.meta["dropout"] or 0.0) if p else 0.0] * N}
+    return {PARAMS: dict(sorted(table.items())), COUNT: count(table), AFTER_COUNT: count(table),
+            ENCODER_P: [(case.meta["dropout"] or 0.0) if p else 0.0] * N}
 
 
 _LAYER_MISTAKES = [
@@ -172,11 +131,11 @@ _LAYER_MISTAKES = [
 
 register(
     __name__,
-    Check(name="encoder", cases=_cases, expected=_torch_encoder, call=_run, mistakes=_MISTAKES,
+    Check(name="encoder", cases=_cases, expected=_torch_encoder, mistakes=_MISTAKES,
           hint="forward(x, mask=None): x = layer(x, mask) for each layer in self.layers, bottom first, then return "
                "self.norm(x). If your EncoderLayer fails its tests, fix it first. With dropout=0 training and eval "
                "mode must agree: if only key 'train' differs, your encoder behaves differently in training mode."),
-    Check(name="encoder_parameters", cases=_layer_cases, expected=_layers, call=_report, mistakes=_LAYER_MISTAKES,
+    Check(name="encoder_parameters", cases=_layer_cases, expected=_layers, mistakes=_LAYER_MISTAKES,
           hint="layers = nn.ModuleList of num_layers new EncoderLayer(d_model, num_heads, d_ff, dropout), norm = "
                "LayerNorm(d_model), nothing else with parameters, and nothing created in forward."),
 )

@@ -12,25 +12,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course.probing.calls.feed_forward import COUNT, LAYER_FFN_P, LAYER_P, PARAMS, count
+
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
 from ..twins import torch_attn_mask
 from ._shared import (
-    COUNT,
-    PARAMS,
-    count,
     layer_table,
     layer_weights,
     make_mask,
     mask_label,
-    report,
     run_twin,
     twin_layer,
 )
-
-_LAYOUT = ("The layer holds norm1 and norm2 (LayerNorm(d_model)), self_attn (MultiHeadAttention(d_model, "
-           "num_heads)) and ffn (FeedForward(d_model, d_ff, dropout))")
 
 
 def _case(rng: np.random.Generator, *, b: int, n: int, d: int, h: int, d_ff: int, mask: str | None = None,
@@ -41,19 +36,6 @@ def _case(rng: np.random.Generator, *, b: int, n: int, d: int, h: int, d_ff: int
     label = f"EncoderLayer({d}, {h}, {d_ff}{extra}), x {kit.shape_of(x)}{mask_label(mask)}"
     meta = {"init": (d, h, d_ff), "dropout": dropout, "kind": mask, "weights": layer_weights(rng, d, h, d_ff)}
     return Case(label, (x,), {} if m is None else {"mask": m}, meta=meta)
-
-
-def _build(cls: Any, case: Case) -> nn.Module:
-    p = case.meta["dropout"]
-    return kit.build(cls, *case.meta["init"]) if p is None else kit.build(cls, *case.meta["init"], dropout=p)
-
-
-def _run(cls: Any, case: Case) -> Any:
-    module = _build(cls, case)
-    kit.load_weights(module, case.meta["weights"], _LAYOUT)
-    if "mask" in case.kwargs:
-        return kit.run_modes(module, lambda m, x, mask: m(x, mask=mask), case.args[0], case.kwargs["mask"])
-    return kit.run_modes(module, lambda m, x: m(x), *case.args)
 
 
 def _twin(case: Case, dtype: torch.dtype = torch.float64) -> nn.TransformerEncoderLayer:
@@ -136,9 +118,6 @@ _HINT = ("forward(x, mask=None) = pre-LN: h = norm1(x); x = x + dropout(self_att
 
 # ------------------------------------------------------------- layers ---
 
-_P, _P_FFN = "dropout probability (self.dropout)", "dropout probability (self.ffn.dropout)"
-
-
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(8, 2, 32, None), (6, 3, 10, 0.1)] if not hidden else [
         (16, 4, 64, None), (12, 3, 7, 0.2), (512, 8, 2048, 0.1), (4, 1, 16, 0.3)]
@@ -146,16 +125,11 @@ def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                  meta={"init": (d, h, f), "dropout": p}) for d, h, f, p in specs]
 
 
-def _layer_report(cls: Any, case: Case) -> dict:
-    module = _build(cls, case)
-    return {**report(module), _P: module.dropout.p, _P_FFN: module.ffn.dropout.p}
-
-
 def _layers(case: Case, *, hidden: str = "d_ff", norm2: bool = True, ffn_p: bool = True) -> dict:
     d, _, f = case.meta["init"]
     table = layer_table(d, {"d_ff": f, "d_model": d}[hidden], norm2=norm2)
     p = case.meta["dropout"] or 0.0
-    return {PARAMS: dict(sorted(table.items())), COUNT: count(table), _P: p, _P_FFN: p if ffn_p else 0.0}
+    return {PARAMS: dict(sorted(table.items())), COUNT: count(table), LAYER_P: p, LAYER_FFN_P: p if ffn_p else 0.0}
 
 
 _LAYER_MISTAKES = [
@@ -226,13 +200,13 @@ _DROPOUT_MISTAKES = [
 
 register(
     __name__,
-    Check(name="encoder_layer", cases=_cases, expected=_torch_layer, call=_run, mistakes=_MISTAKES, hint=_HINT),
-    Check(name="encoder_layer_parameters", cases=_layer_cases, expected=_layers, call=_layer_report,
+    Check(name="encoder_layer", cases=_cases, expected=_torch_layer, mistakes=_MISTAKES, hint=_HINT),
+    Check(name="encoder_layer_parameters", cases=_layer_cases, expected=_layers,
           mistakes=_LAYER_MISTAKES,
           hint="norm1 = LayerNorm(d_model), self_attn = MultiHeadAttention(d_model, num_heads), norm2 = "
                "LayerNorm(d_model), ffn = FeedForward(d_model, d_ff, dropout), dropout = nn.Dropout(dropout), and "
                "nothing else with parameters."),
-    Check(name="encoder_layer_dropout", cases=_dropout_cases, expected=_dropped, call=_run,
+    Check(name="encoder_layer_dropout", cases=_dropout_cases, expected=_dropped,
           mistakes=_DROPOUT_MISTAKES,
           hint="In training mode: x = x + self.dropout(attention output), then x + self.dropout(ffn(norm2(x))), with "
                "the FFN dropping its hidden activations; in eval mode, no dropout. The tests seed PyTorch "

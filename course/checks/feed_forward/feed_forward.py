@@ -9,19 +9,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course.probing.calls.feed_forward import COUNT, FFN_P, PARAMS
+
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, unless, variant
 from ._shared import ACTIVATIONS, ffn64, ffn_weights
-
-_LAYOUT = ("The module holds linear1 = nn.Linear(d_model, d_ff) and linear2 = nn.Linear(d_ff, d_model), "
-           "both with a bias")
-
-
-def _init(case: Case) -> tuple[tuple, dict]:
-    m = case.meta
-    kwargs = {k: m[k] for k in ("dropout", "activation") if m.get(k) is not None}
-    return (m["d_model"], m["d_ff"]), kwargs
 
 
 def _title(d: int, d_ff: int, dropout: float | None = None, activation: str | None = None) -> str:
@@ -36,13 +29,6 @@ def _ffn_case(rng: np.random.Generator, shape: tuple[int, ...], d_ff: int, activ
     meta = {"d_model": d, "d_ff": d_ff, "activation": activation, "dropout": dropout,
             "weights": ffn_weights(rng, d, d_ff)}
     return Case(f"{_title(d, d_ff, dropout, activation)}, x {kit.shape_of(x)}", (x,), meta=meta)
-
-
-def _run(cls: Any, case: Case) -> Any:
-    args, kwargs = _init(case)
-    module = kit.build(cls, *args, **kwargs)
-    kit.load_weights(module, case.meta["weights"], _LAYOUT)
-    return kit.run_modes(module, lambda m, x: m(x), *case.args)
 
 
 # ------------------------------------------------------------ forward ---
@@ -82,22 +68,12 @@ _FORWARD_MISTAKES = [
 
 # ------------------------------------------------------------- layers ---
 
-_PARAMS, _COUNT, _P = "parameters (name: shape, dtype)", "number of parameters", "dropout probability"
-
-
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(8, 32, None, None), (6, 10, 0.1, "gelu")] if not hidden else [
         (16, 64, None, None), (5, 3, 0.2, None), (12, 48, 0.0, "relu"), (1, 4, None, "gelu"), (512, 2048, 0.1, None),
         (7, 7, 0.5, "gelu")]
     return [Case("a new " + _title(d, d_ff, p, act), meta={"d_model": d, "d_ff": d_ff, "dropout": p,
                                                            "activation": act}) for d, d_ff, p, act in specs]
-
-
-def _report(cls: Any, case: Case) -> dict:
-    args, kwargs = _init(case)
-    module = kit.build(cls, *args, **kwargs)
-    return {_PARAMS: kit.parameter_table(module), _COUNT: sum(p.numel() for p in module.parameters()),
-            _P: module.dropout.p}
 
 
 def _layers(case: Case, *, hidden: str = "d_ff", bias: bool = True, p: str = "given") -> dict:
@@ -107,8 +83,8 @@ def _layers(case: Case, *, hidden: str = "d_ff", bias: bool = True, p: str = "gi
     if bias:
         table |= {"linear1.bias": ((h,), "float32"), "linear2.bias": ((d,), "float32")}
     given = case.meta["dropout"] or 0.0
-    return {_PARAMS: dict(sorted(table.items())), _COUNT: 2 * d * h + (h + d) * bias,
-            _P: given if p == "given" else 0.0}
+    return {PARAMS: dict(sorted(table.items())), COUNT: 2 * d * h + (h + d) * bias,
+            FFN_P: given if p == "given" else 0.0}
 
 
 _LAYER_MISTAKES = [
@@ -159,12 +135,6 @@ _DROPOUT_MISTAKES = [
             "linear2(dropout(act(linear1(x)))).", variant(_dropped, where="input")),
 ]
 
-def _made(cls: Any, case: Case) -> str:
-    args, kwargs = _init(case)
-    kit.build(cls, *args, **kwargs)
-    return "a module was created"
-
-
 _HINT = ("forward(x) = linear2(dropout(act(linear1(x)))) with act ReLU (activation='relu', the default) or the exact "
          "GELU (activation='gelu'), for x of any shape (..., d_model), returning float32 of the same shape and "
          "leaving x unchanged. With dropout=0 training and eval mode must agree: if only key 'train' differs, your "
@@ -172,15 +142,15 @@ _HINT = ("forward(x) = linear2(dropout(act(linear1(x)))) with act ReLU (activati
 
 register(
     __name__,
-    Check(name="ffn_forward", cases=_forward_cases, expected=_ffn, call=_run, mistakes=_FORWARD_MISTAKES, hint=_HINT),
-    Check(name="ffn_layers", cases=_layer_cases, expected=_layers, call=_report, mistakes=_LAYER_MISTAKES,
+    Check(name="ffn_forward", cases=_forward_cases, expected=_ffn, mistakes=_FORWARD_MISTAKES, hint=_HINT),
+    Check(name="ffn_layers", cases=_layer_cases, expected=_layers, mistakes=_LAYER_MISTAKES,
           hint="linear1 = nn.Linear(d_model, d_ff), linear2 = nn.Linear(d_ff, d_model), both with bias, float32, "
                "self.dropout = nn.Dropout(dropout), and no other parameters."),
-    Check(name="ffn_dropout", cases=_dropout_cases, expected=_dropped, call=_run, mistakes=_DROPOUT_MISTAKES,
+    Check(name="ffn_dropout", cases=_dropout_cases, expected=_dropped, mistakes=_DROPOUT_MISTAKES,
           hint="Use self.dropout = nn.Dropout(dropout) once, on the hidden activations: "
                "linear2(self.dropout(act(linear1(x)))). The tests seed PyTorch (torch.manual_seed(0)) before each "
                "forward pass, so your dropout draws the same mask as theirs."),
-    Check(name="ffn_errors", call=_made,
+    Check(name="ffn_errors",
           cases=lambda rng, hidden: [Case("a new " + _title(8, 32, None, a), meta={"d_model": 8, "d_ff": 32,
                                                                                    "activation": a})
                                      for a in (["tanh"] if not hidden else ["tanh", "silu", "gelu_tanh", "swiglu"])],

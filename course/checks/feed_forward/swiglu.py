@@ -9,14 +9,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course.probing.calls.feed_forward import COUNT, PARAMS
+
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
 
 _ACTS = {"silu": F.silu, "sigmoid": torch.sigmoid, "relu": F.relu, "gelu": F.gelu, "none": lambda t: t}
 _NAMES = ("w_gate", "w_up", "w_down")
-_LAYOUT = ("The module holds w_gate = nn.Linear(d_model, d_ff, bias=False), w_up = nn.Linear(d_model, d_ff, "
-           "bias=False) and w_down = nn.Linear(d_ff, d_model, bias=False)")
 
 
 def _weights(rng: np.random.Generator, d: int, d_ff: int) -> dict[str, torch.Tensor]:
@@ -35,12 +35,6 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [((2, 3, 8), 16), ((5, 6), 4)] if not hidden else [
         ((3, 4, 8), 24), ((2, 2, 3, 6), 10), ((12,), 32), ((1, 7, 16), 40), ((2, 5, 4), 3), ((2, 9, 12), 32)]
     return [_case(rng, shape, d_ff) for shape, d_ff in specs]
-
-
-def _run(cls: Any, case: Case) -> Any:
-    module = kit.build(cls, case.meta["d_model"], case.meta["d_ff"])
-    kit.load_weights(module, case.meta["weights"], _LAYOUT)
-    return kit.run_modes(module, lambda m, x: m(x), *case.args)
 
 
 def _swiglu(case: Case, *, act: str = "silu", on: str = "gate", combine: str = "product") -> Any:
@@ -78,17 +72,9 @@ _MISTAKES = [
 
 # ------------------------------------------------------------- layers ---
 
-_PARAMS, _COUNT = "parameters (name: shape, dtype)", "number of parameters"
-
-
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(8, 16), (6, 4)] if not hidden else [(16, 40), (5, 3), (512, 1365), (1, 2)]
     return [Case(f"a new SwiGLUFeedForward({d}, {f})", meta={"d_model": d, "d_ff": f}) for d, f in specs]
-
-
-def _report(cls: Any, case: Case) -> dict:
-    module = kit.build(cls, case.meta["d_model"], case.meta["d_ff"])
-    return {_PARAMS: kit.parameter_table(module), _COUNT: sum(p.numel() for p in module.parameters())}
 
 
 def _layers(case: Case, *, bias: bool = False, hidden: str = "d_ff") -> dict:
@@ -98,15 +84,15 @@ def _layers(case: Case, *, bias: bool = False, hidden: str = "d_ff") -> dict:
              "w_down.weight": ((d, f), "float32")}
     if bias:
         table |= {"w_gate.bias": ((f,), "float32"), "w_up.bias": ((f,), "float32"), "w_down.bias": ((d,), "float32")}
-    return {_PARAMS: dict(sorted(table.items())), _COUNT: 3 * d * f + (2 * f + d) * bias}
+    return {PARAMS: dict(sorted(table.items())), COUNT: 3 * d * f + (2 * f + d) * bias}
 
 
 register(
     __name__,
-    Check(name="swiglu_forward", cases=_cases, expected=_swiglu, call=_run, mistakes=_MISTAKES,
+    Check(name="swiglu_forward", cases=_cases, expected=_swiglu, mistakes=_MISTAKES,
           hint="forward(x) = w_down(F.silu(w_gate(x)) * w_up(x)) for x of any shape (..., d_model), float32, x left "
                "unchanged. No dropout: if only key 'train' differs, your module behaves differently in training mode."),
-    Check(name="swiglu_layers", cases=_layer_cases, expected=_layers, call=_report,
+    Check(name="swiglu_layers", cases=_layer_cases, expected=_layers,
           mistakes=[Mistake("Did you give the layers biases? SwiGLU's three projections have none (bias=False): "
                             "3 * d_model * d_ff parameters.", variant(_layers, bias=True)),
                     Mistake("Did you ignore d_ff? w_gate and w_up map d_model to d_ff features, w_down maps them back.",

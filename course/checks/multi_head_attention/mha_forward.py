@@ -56,19 +56,6 @@ def _mha_case(rng: np.random.Generator, *, b: int, n_q: int, n_k: int | None = N
                 meta={"params": params, "query": query, "key": key, "value": value, "mask": m, "call": call})
 
 
-def _call_mha(cls: Any, case: Case) -> Any:
-    module = kit.build(cls, *case.args, **case.kwargs)
-    kit.load_weights(module, case.meta["params"], "The module holds W_q = nn.Linear(d_q_in or d_model, d_model, "
-                     "bias=bias), W_k and W_v = nn.Linear(d_kv_in or d_model, d_model, bias=bias) and W_o = "
-                     "nn.Linear(d_model, d_model, bias=bias)")
-    m = case.meta
-    if m["call"] == "value only":
-        return kit.run_modes(module, lambda mod: mod(m["query"], value=m["value"], mask=m["mask"]))
-    inputs = {"self": (m["query"],), "key only": (m["query"], m["key"]),
-              "cross": (m["query"], m["key"], m["value"])}[m["call"]]
-    return kit.run_modes(module, lambda mod: mod(*inputs, mask=m["mask"]))
-
-
 def _torch_mha(case: Case) -> Any:
     """nn.MultiheadAttention (float64) with the case's weights: the oracle."""
     (d_model, h), kw, m = case.args, case.kwargs, case.meta
@@ -164,7 +151,7 @@ def _width_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
 
 
 def _mha_check(name: str, cases: Any, hint: str = "", *mistakes: Mistake) -> Check:
-    return Check(name=name, cases=cases, expected=_torch_mha, call=_call_mha, mistakes=[*_MHA_MISTAKES, *mistakes],
+    return Check(name=name, cases=cases, expected=_torch_mha, mistakes=[*_MHA_MISTAKES, *mistakes],
                  hint=_MHA_HINT + hint)
 
 

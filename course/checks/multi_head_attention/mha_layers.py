@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import variant
 from ._shared import LAYERS, _indivisible
@@ -21,11 +20,6 @@ def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return [Case(f"MultiHeadAttention({d}, {h}, d_q_in={dq}, d_kv_in={dkv}, bias={bias})"
                  + (f" ({h} heads do not divide d_model = {d})" if d % h else ""),
                  (d, h), {"d_q_in": dq, "d_kv_in": dkv, "bias": bias}) for d, h, dq, dkv, bias in configs]
-
-
-def _call_layers(cls: Any, case: Case) -> dict[str, Any]:
-    module = kit.build(cls, *case.args, **case.kwargs)
-    return {"parameters": kit.parameter_table(module), "num_heads": module.num_heads, "d_head": module.d_head}
 
 
 def _layers(case: Case, q_in: str = "d_q_in", kv_in: str = "d_kv_in") -> Any:
@@ -56,7 +50,7 @@ _MISTAKES = [
 register(
     __name__,
     Check(
-        name="mha_layers", cases=_layer_cases, expected=_layers, call=_call_layers,
+        name="mha_layers", cases=_layer_cases, expected=_layers,
         mistakes=_MISTAKES,
         hint="W_q = nn.Linear(d_q_in or d_model, d_model, bias), W_k and W_v = nn.Linear(d_kv_in or "
              "d_model, d_model, bias), W_o = nn.Linear(d_model, d_model, bias), all float32, and nothing "

@@ -1,12 +1,16 @@
 """The chapter's oracles, written independently of the solution cells: `_merge`, `_train`, `_encode`, and
-`_Tokenizer` for both tokenizer classes (run by `_use` as the student's are), with knobs for known mistakes;
-`_new` and `_or_error` turn a call's result (or its ValueError) into what the judge compares."""
+`_Tokenizer` for both tokenizer classes (run by `_use` as the student's are, and read as the judge reads
+them, with `course.probing.calls.tokenizing.tokenizer_facts`), with knobs for known mistakes; `_or_error`
+turns an oracle's result (or its ValueError) into what the judge compares."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from typing import Any, Callable
+
+from course.probing.calls.tokenizing import run_tokenizer, tokenizer_facts
+from course.probing.plain import to_plain
 
 from .. import kit
 from ..framework import Case
@@ -120,29 +124,9 @@ class _Tokenizer:
 
 
 def _use(tok: Any, case: Case) -> Any:
-    """Run meta "op" on a tokenizer, the student's or the oracle's: "vocab" (its attributes), "encode",
-    "decode" or "roundtrip" (decode of encode); ids must be Python ints, decode leaves its input alone."""
-    op, arg, add = case.meta["op"]
-    if op == "vocab":
-        return {name: getattr(tok, name) for name in arg}
-    if op == "decode":
-        text = tok.decode(ids := list(arg))
-        if ids != arg:
-            raise RuntimeError("decode changed its input (ids) in place; the contract leaves it unchanged")
-        return text
-    ids = _new(tok.encode(arg, add_special=True) if add else tok.encode(arg), (), int,
-               "encode must return a list of Python ints")
-    return tok.decode(ids) if op == "roundtrip" else ids
-
-
-def _new(out: Any, args: tuple, item: type, what: str) -> Any:
-    """`out` if it is a new list (not one of `args`) of `item`s, as the contract says; else an error."""
-    if any(out is a for a in args if isinstance(a, list)):
-        raise RuntimeError("it returned the list it was given: the contract asks for a new list")
-    bad = out if not isinstance(out, list) else next((v for v in out if type(v) is not item), None)
-    if bad is not None:
-        raise TypeError(f"{what}, got a {type(bad).__name__} ({bad!r:.40})")
-    return out
+    """Run meta "op" on a tokenizer of the oracle's as the kernel runs the student's (`run_tokenizer`), and
+    read the facts from it as the judge does (`tokenizer_facts`)."""
+    return tokenizer_facts(case, to_plain(run_tokenizer(tok, case)))
 
 
 def _or_error(oracle: Callable[..., Any], *args: Any) -> Any:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import kit
 from ..framework import Case, Check, Mistake
-from ._oracles import SPECIALS, _encode, _merge, _new, _or_error, _Tokenizer, _train, _use
+from ._oracles import SPECIALS, _encode, _merge, _or_error, _Tokenizer, _train
 
 _HUG, _BC_AB = [("u", "g"), ("h", "ug"), (" ", "hug")], [("b", "c"), ("a", "b")]
 _DUP = ([("a", "b"), ("ab", "c"), ("b", "c"), ("a", "bc")], "abc")  # "abc" is built twice
@@ -44,7 +44,7 @@ def _text(rng: np.random.Generator, lexicon: list[str], n_words: int, odd_spaces
 
 def _tok(args: tuple, op: str, arg: Any = None, add: bool = False, note: str = "",
          specials: tuple[str, ...] = SPECIALS) -> Case:
-    """A tokenizer case: build with `args` (and `specials`), then run `op` (see `_use`)."""
+    """A tokenizer case: build with `args` (and `specials`), then run `op` (see `run_tokenizer`)."""
     where = (f"corpus {args[0]!r:.40}" if len(args) == 1
              else f"merges {args[0]!s:.60}, alphabet {args[1]!r:.40}")
     kwargs = {} if specials == SPECIALS else {"specials": specials}
@@ -159,17 +159,13 @@ _TOKENIZER_MISTAKES = [  # (tokenizers: c(har), b(pe); operations: v(ocab), e(nc
                "does not know the merges; look up the tokens of bpe_encode(text, self.merges).",
      {"encoding": {"order": "none"}}),
     ("b", "d", "Did decode join the tokens with spaces? Join with '': tokens hold spaces.", {"joiner": " "})]
-_FUNCTIONS = {  # oracle: (its letter in _FUNCTION_MISTAKES, the type of the items it returns, the contract)
-    _merge: ("m", str, "merge_pair must return a new list of str"),
-    _train: ("t", tuple, "train_bpe must return a list of (str, str) tuples"),
-    _encode: ("e", str, "bpe_encode must return a list of str")}
+_FUNCTIONS = {_merge: "m", _train: "t", _encode: "e"}  # oracle: its letter in _FUNCTION_MISTAKES
 
 
 def _function_check(name: str, oracle: Callable[..., Any], cases: Any, hint: str) -> Check:
     """The check `name` of the function `oracle` implements, with the mistakes that show in it."""
-    letter, item, what = _FUNCTIONS[oracle]
+    letter = _FUNCTIONS[oracle]
     return Check(name=name, cases=cases, expected=lambda c: _or_error(oracle, *c.args), hint=hint,
-                 call=lambda fn, case: _new(fn(*case.args), case.args, item, what),
                  mistakes=[Mistake(h, kit.variant(lambda c, **k: oracle(*c.args, **k), **knobs))
                            for letters, h, knobs in _FUNCTION_MISTAKES if letter in letters])
 
@@ -181,6 +177,5 @@ def _tokenizer_check(name: str, hint: str, visible: list, more: list) -> Check:
     draw = lambda rng: _random_tokenizers(rng, op, kind == "b")  # noqa: E731
     return Check(name=name, hint=hint, expected=lambda c: _or_error(_Tokenizer.on, c),
                  cases=_cases(_tok, visible, more, draw),
-                 call=lambda cls, case: _use(cls(*case.args, **case.kwargs), case),
                  mistakes=[Mistake(h, kit.variant(_Tokenizer.on, **k))
                            for kinds, ops, h, k in _TOKENIZER_MISTAKES if kind in kinds and op[0] in ops])

@@ -110,7 +110,6 @@ def _byte_check(name: str) -> Check:
     op = name.rpartition("_")[2]
     return Check(name=name, expected=lambda c: _or_error(_ByteTokenizer.on, c),
                  cases=_cases(_byte, *_BYTE_CASES[name], lambda rng: _random_bytes(rng, op)),
-                 call=lambda cls, case: _use(cls.train(*case.args) if case.meta["train"] else cls(*case.args), case),
                  hint="Check the contract: vocabulary = BYTE_CHARS then one token per merge; train and encode on "
                       "to_bytechars(text); decode joins all the bytes, then decodes with errors='replace'.",
                  mistakes=[Mistake(h, kit.variant(_ByteTokenizer.on, **k)) for ops, h, k in _BYTE_MISTAKES

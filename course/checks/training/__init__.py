@@ -10,6 +10,8 @@ the contract promises (which positions may change, to what, and how often).
 
 One module per exercise group: `data` (10.1 teacher forcing, 10.6 masked tokens), `loss`
 (10.2 cross-entropy), `optimisation` (10.3 schedule, 10.4 training step, 10.5 evaluation).
+The kernel's half of each check (how the student's function is called, the probe network, the
+masking draws) is in `course.probing.calls.training`.
 """
 
 from . import data, loss, optimisation

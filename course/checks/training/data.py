@@ -1,4 +1,9 @@
-"""10.1 decoder inputs and targets for teacher forcing, 10.6 BERT's masked-token inputs."""
+"""10.1 decoder inputs and targets for teacher forcing, 10.6 BERT's masked-token inputs.
+
+The kernel records what mask_tokens returned on its draws (`course.probing.calls.training`:
+`mask_draws`, `mask_once`); the facts the contract promises (which positions changed, to what,
+how often) are derived from them there too, by each check's probe's `observe` (`mask_facts`,
+`rate_facts`), which the judge runs outside the sandbox; the answers here are those facts."""
 
 from __future__ import annotations
 
@@ -7,10 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from course.probing.calls.training import P_DEFAULT, uniform_or_unchecked
+
 from ..framework import Case, Check, Mistake, register
 from ..kit import raises, unless, variant
-
-IGNORE = -100
 
 # ------------------------------------------------------- 10.1 teacher forcing ---
 
@@ -68,9 +73,6 @@ _NOT_SHIFTED = ("Did you forget to shift? The target at position i is the token 
 
 # ------------------------------------------------------- 10.6 masked tokens ---
 
-P_DEFAULT = 0.15
-
-
 def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, specials: list[int], mask_id: int,
                p: float, pad_tail: int = 0, global_rng: bool = False) -> Case:
     """p is left out where it is the default (0.15); with global_rng, so is the generator: torch's global
@@ -94,45 +96,6 @@ def _mask_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         (2, 9, 18, [0, 1, 2], 1, 1.0, 3), (5, 7, 40, [7, 8, 9], 9, 0.15, 0), (2, 6, 10, [0, 1], 1, 1.5, 0),
         (2, 6, 10, [0, 1], 1, -0.1, 0), (4, 16, 30, [0, 1, 2], 1, 0.3, 0, True), (4, 16, 30, [0, 1, 2], 1, 0.15, 2, True)]
     return [_mask_case(rng, *spec) for spec in specs]
-
-
-def _mask_call(fn: Any, case: Case) -> Any:
-    """What the contract promises, as facts about two calls with the same seed and one with another."""
-    tokens, mask_id, vocab, specials = case.args
-    tokens = tokens.clone()                      # as it was, even if the call changes it in place
-
-    def draw(args: tuple, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if case.meta["global_rng"]:              # no generator: torch's global one, seeded here
-            torch.manual_seed(seed)
-            return fn(*args, **case.kwargs)
-        return fn(*args, **case.kwargs, generator=torch.Generator().manual_seed(seed))
-
-    first = draw(case.args, case.meta["seed"])
-    again = draw((tokens.clone(), *case.args[1:]), case.meta["seed"])
-    other = draw((tokens.clone(), *case.args[1:]), case.meta["seed"] + 1) if case.meta["global_rng"] else None
-    inputs, labels = first
-    special = torch.isin(tokens, torch.tensor(specials))
-    shapes = [(tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in (inputs, labels)]
-    selected = labels != IGNORE
-    allowed = torch.tensor([mask_id] + [i for i in range(vocab) if i not in specials])
-    return {
-        "shapes and dtypes of (inputs, labels)": shapes,
-        "labels: the original token or -100": bool(((labels == tokens) | ~selected).all()),
-        "every position has a label": bool(selected.all()),
-        "special positions never selected": bool(not (selected & special).any()),
-        "unselected positions left as they were": bool((inputs[~selected] == tokens[~selected]).all()),
-        "selected positions hold the mask, the original or an ordinary token": bool(
-            torch.isin(inputs[selected & ~special], allowed).all()),
-        "the same generator seed gives the same result": all(torch.equal(a, b) for a, b in zip(first, again)),
-        "positions selected": _selected_count(case, int(selected.sum())),
-        "without a generator, another global seed gives another result": "not checked here" if other is None
-        else not all(torch.equal(a, b) for a, b in zip(first, other)),
-    }
-
-
-def _selected_count(case: Case, count: int) -> int | str:
-    """The exact count where p = 0 or p = 1 decides it (other rates: `mask_tokens_rates`)."""
-    return count if case.kwargs.get("p", P_DEFAULT) in (0.0, 1.0) else "not checked here"
 
 
 def _mask(case: Case, *, labels_everywhere: bool = False, specials_selected: bool = False,
@@ -171,35 +134,6 @@ def _rate_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return [_mask_case(rng, *spec) for spec in specs]
 
 
-def _rate_call(fn: Any, case: Case) -> dict[str, Any]:
-    tokens, mask_id, vocab, specials = case.args
-    tokens = tokens.clone()                      # as it was, even if the call changes it in place
-    inputs, labels = fn(*case.args, **case.kwargs, generator=torch.Generator().manual_seed(case.meta["seed"]))
-    ordinary = ~torch.isin(tokens, torch.tensor(specials))
-    selected = (labels != IGNORE) & ordinary
-    chosen = max(int(selected.sum()), 1)
-    was_mask = inputs[selected] == mask_id
-    kept = inputs[selected] == tokens[selected]
-    replaced = inputs[selected & (inputs != mask_id) & (inputs != tokens)]
-    ids = [i for i in range(vocab) if i not in specials]
-    counts = torch.tensor([int((replaced == i).sum()) for i in ids])
-    per_row = selected.sum(dim=1)
-    return {"no random replacement is a special id": not bool(torch.isin(replaced, torch.tensor(specials)).any()),
-            "rows select different numbers of positions": bool((per_row != per_row[0]).any()),
-            "selected": round(int(selected.sum()) / int(ordinary.sum()), 4),
-            "of the selected: mask": round(int(was_mask.sum()) / chosen, 4),
-            "of the selected: another token": round(int((~was_mask & ~kept).sum()) / chosen, 4),
-            "of the selected: unchanged": round(int(kept.sum()) / chosen, 4),
-            "random tokens: every ordinary id drawn, none twice as often as uniform": _uniform(
-                case, bool((counts > 0).all() and counts.max() < 2 * len(replaced) / len(ids)))}
-
-
-def _uniform(case: Case, verdict: bool) -> bool | str:
-    """Only with few ordinary ids (8 or fewer), where each is drawn hundreds of times."""
-    _, _, vocab, specials = case.args
-    return verdict if vocab - len(specials) <= 8 else "not checked with many ids"
-
-
 def _rates(case: Case, *, mask: float = 0.8, random: float = 0.1, any_random: bool = False) -> dict[str, Any]:
     _, _, vocab, specials = case.args
     k = vocab - len(specials)
@@ -208,7 +142,7 @@ def _rates(case: Case, *, mask: float = 0.8, random: float = 0.1, any_random: bo
             "rows select different numbers of positions": True, "selected": case.kwargs.get("p", P_DEFAULT),
             "of the selected: mask": mask,
             "of the selected: another token": random * (1 - 1 / k), "of the selected: unchanged": keep + random / k,
-            "random tokens: every ordinary id drawn, none twice as often as uniform": _uniform(case, True)}
+            "random tokens: every ordinary id drawn, none twice as often as uniform": uniform_or_unchecked(case, True)}
 
 
 _ANY_RANDOM = ("Did you draw the random replacement from the whole vocabulary? It is drawn uniformly from the "
@@ -232,7 +166,7 @@ register(
           hint="shift_for_teacher_forcing returns (decoder_input, target), both (batch, n + 1) of tgt's dtype: "
                "decoder_input = <bos> y_1 .. y_L then pad; target = y_1 .. y_L <eos> then pad, where L is the row's "
                "number of tokens that are not pad; a tgt that is not 2-dimensional raises ValueError."),
-    Check(name="mask_tokens", cases=_mask_cases, call=_mask_call, expected=_mask,
+    Check(name="mask_tokens", cases=_mask_cases, expected=_mask,
           mistakes=[Mistake(_SPECIAL, variant(_mask, specials_selected=True)),
                     Mistake("Did you give every position a label? Only selected positions get one (the original "
                             "token); every other label is -100, so the loss skips it.",
@@ -251,7 +185,7 @@ register(
                "positions and -100 elsewhere; special positions are never selected; unselected inputs stay as they "
                "were; a selected input becomes mask_id (80%), an ordinary random id (10%) or stays (10%); all "
                "randomness from `generator`; p outside [0, 1] raises ValueError."),
-    Check(name="mask_tokens_rates", cases=_rate_cases, call=_rate_call, expected=_rates, rtol=0.0, atol=0.04,
+    Check(name="mask_tokens_rates", cases=_rate_cases, expected=_rates, rtol=0.0, atol=0.04,
           mistakes=[Mistake(_ANY_RANDOM, variant(_rates, any_random=True)),
                     Mistake("Did you replace every selected token by the mask? BERT's rule is 80% mask, 10% a "
                             "random token, 10% unchanged, so the model cannot rely on seeing [MASK] where it must "

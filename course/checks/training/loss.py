@@ -122,6 +122,5 @@ register(
                             unless(lambda c: "label_smoothing" not in c.kwargs, variant(_ce, default_eps=0.1)))],
           hint="cross_entropy: mean over the positions whose target is not pad of -sum_c q_c log softmax(logits)_c, "
                "q = (1 - eps) one_hot(target) + eps * uniform over the classes other than pad; a 0-dim tensor of the "
-               "logits' dtype; label_smoothing outside [0, 1] or mismatched shapes raise ValueError.",
-          forbid=("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss")),
+               "logits' dtype; label_smoothing outside [0, 1] or mismatched shapes raise ValueError."),
 )

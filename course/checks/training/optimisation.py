@@ -1,9 +1,11 @@
 """10.3 the learning-rate schedule, 10.4 a training step with gradient clipping, 10.5 evaluation.
 
-The training step and the evaluation loop run on a small network built here (`_Net`) whose output
-depends on its mode (as with dropout), so a step taken in eval mode, or an evaluation left in
-training mode, gives other numbers; it records, at every forward pass, its mode and whether
-gradients were being recorded.
+The training step and the evaluation loop run on the kernel's small network
+(`course.probing.calls.training.Net`) whose output depends on its mode (as with dropout), so a
+step taken in eval mode, or an evaluation left in training mode, gives other numbers. The kernel
+records what the student's function returned, the network's record of its forward passes (mode,
+gradients on) and its state afterwards; the probes' `observe` (`step_facts`, `eval_facts`, in
+the same module) derive the facts the answers here describe.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
+
+from course.probing.calls.training import after_steps, batches, net, setup, squared_error, step_facts
+from course.probing.plain import to_plain
 
 from ..framework import Case, Check, Mistake, Raises, register
 from ..kit import raises, unless, variant
@@ -34,10 +38,6 @@ def _lr_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                           + (f", min_lr={min_lr:g}" if min_lr is not None else ""),
                           (max_lr, warmup, total), kw, meta={"steps": steps}))
     return cases
-
-
-def _lr_call(fn: Any, case: Case) -> list:
-    return [fn(step, *case.args, **case.kwargs) for step in case.meta["steps"]]
 
 
 def _lr(case: Case, *, warmup: str = "step + 1", decay_from: str = "warmup", clamp: bool = True,
@@ -77,46 +77,6 @@ def _min_left_out(case: Case) -> bool:
     return "min_lr" not in case.kwargs
 
 
-# -------------------------------------------------- the network we train ---
-
-class _Net(nn.Module):
-    """x (batch, d_in) -> (batch, d_out) through tanh; the hidden layer is halved in eval mode (a mode
-    dependence, like dropout's). `unused` never takes part, so it never has a gradient."""
-
-    def __init__(self, seed: int, d_in: int, d_hidden: int, d_out: int, unused: bool) -> None:
-        super().__init__()
-        gen = torch.Generator().manual_seed(seed)
-        self.first = nn.Linear(d_in, d_hidden)
-        self.second = nn.Linear(d_hidden, d_out)
-        with torch.no_grad():
-            for p in self.parameters():
-                p.copy_(torch.randn(p.shape, generator=gen))
-        if unused:
-            self.unused = nn.Parameter(torch.zeros(3))
-        self.calls: list[tuple[bool, bool]] = []
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.calls.append((self.training, torch.is_grad_enabled()))
-        h = torch.tanh(self.first(x))
-        return self.second(h if self.training else 0.5 * h)
-
-
-def _squared_error(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    x, y = batch
-    return ((model(x) - y) ** 2).mean()
-
-
-def _batches(meta: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    gen = torch.Generator().manual_seed(meta["seed"] + 1)
-    d_in, _, d_out = meta["dims"]
-    return [(meta["scale"] * torch.randn(rows, d_in, generator=gen), torch.randn(rows, d_out, generator=gen))
-            for rows in meta["rows"]]
-
-
-def _net(meta: dict) -> _Net:
-    return _Net(meta["seed"], *meta["dims"], unused=meta["unused"])
-
-
 # ------------------------------------------------------ 10.4 train step ---
 
 def _step_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -136,48 +96,19 @@ def _step_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return cases
 
 
-def _setup(meta: dict) -> tuple[_Net, torch.optim.Optimizer]:
-    """The network in eval mode with stale gradients (left from an earlier backward pass)."""
-    model = _net(meta)
-    model.eval()
-    gen = torch.Generator().manual_seed(meta["seed"] + 2)
-    for p in model.parameters():
-        p.grad = torch.randn(p.shape, generator=gen)
-    if meta["optimizer"] == "sgd":
-        return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    return model, torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
-
-
-def _after(model: _Net, returned: list) -> dict[str, Any]:
-    """What a run of steps leaves. A parameter without a gradient shows zeros (cleared gradients
-    may be None, as optimizer.zero_grad() leaves them, or zeros)."""
-    return {"returned (loss, gradient norm) per step": returned,
-            "forward passes": len(model.calls),
-            "parameters after": {n: p.detach().clone() for n, p in model.named_parameters()},
-            "gradients after the last step": {n: torch.zeros_like(p) if p.grad is None else p.grad.clone()
-                                              for n, p in model.named_parameters()},
-            "in training mode after": model.training}
-
-
-def _step_call(fn: Any, case: Case) -> Any:
-    model, optimizer = _setup(case.meta)
-    returned = [fn(model, optimizer, _squared_error, batch, case.meta["max_norm"]) for batch in _batches(case.meta)]
-    return _after(model, returned)
-
-
 def _step(case: Case, *, clip_after: bool = False, zero: bool | str = True, per_param: bool = False,
           norm_after: bool = False, train: bool = True, always: bool = False) -> Any:
     meta = case.meta
     max_norm = meta["max_norm"]
     if max_norm <= 0:
         return raises("max_grad_norm must be positive")
-    model, optimizer = _setup(meta)
+    model, optimizer = setup(meta)
     returned = []
-    for batch in _batches(meta):
+    for batch in batches(meta):
         model.train(train)
         if zero is True:
             optimizer.zero_grad(set_to_none=True)
-        loss = _squared_error(model, batch)
+        loss = squared_error(model, batch)
         loss.backward()
         params = [p for p in model.parameters() if p.grad is not None]
         if clip_after:
@@ -198,7 +129,7 @@ def _step(case: Case, *, clip_after: bool = False, zero: bool | str = True, per_
         if norm_after:
             norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
         returned.append((loss.item(), norm.item()))
-    return _after(model, returned)
+    return step_facts(case, to_plain(after_steps(model, returned)))
 
 
 def _clipped(case: Case) -> bool:
@@ -229,39 +160,6 @@ def _eval_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return cases
 
 
-def _counted(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
-    """(mean squared error over the batch's rows, number of rows)."""
-    return _squared_error(model, batch), len(batch[0])
-
-
-class _Failed(RuntimeError):
-    """What loss_fn raises in the cases that test evaluate's behaviour on an error."""
-
-
-def _eval_call(fn: Any, case: Case) -> Any:
-    model = _net(case.meta)
-    model.train(case.meta["mode"] == "train")
-    batches = _batches(case.meta)
-    fail, seen = case.meta["fail"], []
-
-    def loss_fn(m: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
-        seen.append(batch)
-        if len(seen) - 1 == fail:
-            raise _Failed(f"loss_fn failed on batch {fail}")
-        loss, n = _counted(m, batch)
-        return loss, 0 if case.meta["uncounted"] else n
-
-    try:
-        loss = fn(model, iter(batches) if case.meta["given"] == "generator" else batches, loss_fn)
-    except _Failed as error:
-        return {"raised": f"RuntimeError: {error}", "mode after": "train" if model.training else "eval"}
-    if fail is not None:
-        return {"raised": "nothing", "mode after": "train" if model.training else "eval"}
-    return {"loss": loss, "every forward pass in eval mode": all(not t for t, _ in model.calls),
-            "every forward pass without gradients": all(not g for _, g in model.calls),
-            "forward passes": len(model.calls), "mode after": "train" if model.training else "eval"}
-
-
 def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool | str = True,
           weighted: bool = True, restore_on_error: bool = True) -> Any:
     meta = case.meta
@@ -270,10 +168,10 @@ def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool 
         return {"raised": f"RuntimeError: loss_fn failed on batch {meta['fail']}", "mode after": after}
     if not meta["rows"] or meta["uncounted"]:
         return raises("no batches, or no counted token, to evaluate")
-    model = _net(meta)
+    model = net(meta)
     model.train(train)
     with torch.set_grad_enabled(grad):
-        losses = [(_squared_error(model, b).item(), len(b[0])) for b in _batches(meta)]
+        losses = [(squared_error(model, b).item(), len(b[0])) for b in batches(meta)]
     if weighted:
         loss = sum(v * n for v, n in losses) / sum(n for _, n in losses)
     else:
@@ -289,7 +187,7 @@ def _unequal(case: Case) -> bool:
 
 register(
     __name__,
-    Check(name="lr_at", cases=_lr_cases, call=_lr_call, expected=_lr,
+    Check(name="lr_at", cases=_lr_cases, expected=_lr,
           mistakes=[Mistake("Is your warm-up one step late? Step 0 must already train: lr = max_lr * (step + 1) / "
                             "warmup_steps, reaching max_lr at step warmup_steps - 1.",
                             unless(_warm, variant(_lr, warmup="step"))),
@@ -312,7 +210,7 @@ register(
                "during the warm-up; then min_lr + (max_lr - min_lr) * (1 + cos(pi * t)) / 2 with t = (step - warmup) / "
                "(total - warmup) up to total_steps; min_lr after it. A float. Raises ValueError unless step >= 0 and "
                "0 <= warmup_steps < total_steps."),
-    Check(name="train_step", cases=_step_cases, call=_step_call, expected=_step, inputs_unchanged=False,
+    Check(name="train_step", cases=_step_cases, expected=_step,
           mistakes=[Mistake("Did you clip after optimizer.step()? Clipping must change the gradients BEFORE the "
                             "step uses them: backward, clip, step.", unless(_clipped, variant(_step, clip_after=True))),
                     Mistake("Did you forget to clear the old gradients? backward() adds to .grad: call "
@@ -334,10 +232,8 @@ register(
           hint="train_step: model.train(); clear the gradients; loss = loss_fn(model, batch); loss.backward(); norm = "
                "L2 norm of all the gradients together (parameters without a gradient skipped); if norm > "
                "max_grad_norm multiply every gradient by max_grad_norm / (norm + 1e-6); optimizer.step(); return "
-               "(loss.item(), norm before clipping as a float). max_grad_norm <= 0 raises ValueError.",
-          forbid=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
-                  "torch.nn.utils.clip_grads_with_norm_")),
-    Check(name="evaluate", cases=_eval_cases, call=_eval_call, expected=_eval, inputs_unchanged=False,
+               "(loss.item(), norm before clipping as a float). max_grad_norm <= 0 raises ValueError."),
+    Check(name="evaluate", cases=_eval_cases, expected=_eval,
           mistakes=[Mistake("Did you leave the model in training mode? Call model.eval() before evaluating: "
                             "dropout must be off on held-out data.", variant(_eval, train=True)),
                     Mistake("Did you record gradients? Evaluate under torch.no_grad(): no graph is needed, and it "

@@ -1,0 +1,122 @@
+"""Probes for chapter 1: a character tokenizer and byte-pair encoding (BPE).
+
+The functions (merge_pair, train_bpe, bpe_encode) are called on the case's arguments; a tokenizer class is
+built from them (ByteBPETokenizer by its ``train`` where meta "train" says so) and run by `run_tokenizer`.
+Besides what the student's code returned, a call records what plain data loses on its way to the judge
+(`returned`): the Python types of a result and of its items (a numpy integer arrives as an int), and
+whether the result is one of the arguments themselves. A decode call records the ids it was given as they
+are afterwards. The judge reads the contract's clauses (a new list, Python ints, inputs left alone) from
+these, outside the sandbox, with each probe's `observe` (`result_of`, `tokenizer_facts`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..cases import Case
+from ..runner import Probe, register
+
+
+def type_name(x: Any) -> str:
+    """The full name of x's type: ``"builtins.int"``, ``"numpy.int64"``."""
+    return f"{type(x).__module__}.{type(x).__qualname__}"
+
+
+def returned(out: Any, args: tuple = ()) -> dict[str, Any]:
+    """What a call returned, as the judge needs it: {"value": out, "type": its `type_name`,
+    "item_types": the `type_name` of each item when out is a list (else None), "is_argument": the
+    positions i where out is the very object args[i]}."""
+    return {"value": out, "type": type_name(out),
+            "item_types": [type_name(v) for v in out] if isinstance(out, list) else None,
+            "is_argument": [i for i, a in enumerate(args) if out is a]}
+
+
+def run_tokenizer(tok: Any, case: Case) -> Any:
+    """Run meta "op" = (op, arg, add_special) on a tokenizer (the student's, or the judge's oracle).
+
+    "vocab": {name: tok.<name>} for each attribute name in arg; "decode": (tok.decode(ids), ids after the
+    call) for a new list ids equal to arg; "encode": `returned` of tok.encode(arg) (add_special=True when
+    add); "roundtrip": (`returned` of that encode, tok.decode of its ids).
+    """
+    op, arg, add = case.meta["op"]
+    if op == "vocab":
+        return {name: getattr(tok, name) for name in arg}
+    if op == "decode":
+        ids = list(arg)
+        return tok.decode(ids), ids
+    ids = tok.encode(arg, add_special=True) if add else tok.encode(arg)
+    return (returned(ids), tok.decode(ids)) if op == "roundtrip" else returned(ids)
+
+
+def _call_function(fn: Any, case: Case) -> dict[str, Any]:
+    return returned(fn(*case.args), case.args)
+
+
+def _call_tokenizer(cls: Any, case: Case) -> Any:
+    """CharTokenizer(corpus, **kwargs) or BPETokenizer(merges, alphabet, **kwargs), run on meta "op"."""
+    return run_tokenizer(cls(*case.args, **case.kwargs), case)
+
+
+def _call_byte(cls: Any, case: Case) -> Any:
+    """ByteBPETokenizer.train(corpus, num_merges) (meta "train") or ByteBPETokenizer(merges), run on meta "op"."""
+    return run_tokenizer(cls.train(*case.args) if case.meta["train"] else cls(*case.args), case)
+
+
+# ------------------------------------------------ what the judge reads ---
+# Each probe's `observe`: the value a call recorded, once the contract's clauses hold (else the error that
+# says which one broke). The tokenizer classes' oracles are read with `tokenizer_facts` too.
+
+#: each function's contract on its result: (the type of its items, what to say when they are not)
+RESULTS: dict[str, tuple[type, str]] = {
+    "merge_pair": (str, "merge_pair must return a new list of str"),
+    "train_bpe": (tuple, "train_bpe must return a list of (str, str) tuples"),
+    "bpe_encode": (str, "bpe_encode must return a list of str")}
+
+
+def result_of(function: str) -> Callable[[Case, Any], Any]:
+    """The `observe` of a check of `function` (a key of RESULTS): `new_list` of what the call returned."""
+    item, what = RESULTS[function]
+    return lambda case, raw: new_list(raw, case.args, item, what)
+
+
+def tokenizer_facts(case: Case, raw: Any) -> Any:
+    """The `observe` of the tokenizer checks: what meta "op" gave ("vocab": the attributes; "encode": the ids;
+    "decode", "roundtrip": the text) once the contract's clauses hold: ids are a list of Python ints, decode
+    leaves its input as it was; else the error that says which one broke."""
+    op, arg, _ = case.meta["op"]
+    if op == "vocab":
+        return raw
+    if op == "decode":
+        text, after = raw
+        if after != list(arg):
+            raise RuntimeError("decode changed its input (ids) in place; the contract leaves it unchanged")
+        return text
+    encoded = raw[0] if op == "roundtrip" else raw
+    ids = new_list(encoded, (), int, "encode must return a list of Python ints")
+    return raw[1] if op == "roundtrip" else ids
+
+
+def new_list(raw: dict, args: tuple, item: type, what: str) -> Any:
+    """The value `raw` (`returned`'s record of a call) holds if it is a new list (not one of the lists in
+    `args`) of `item`s, as the contract says; else an error."""
+    if any(isinstance(args[i], list) for i in raw["is_argument"]):
+        raise RuntimeError("it returned the list it was given: the contract asks for a new list")
+    out, types = raw["value"], raw["item_types"]
+    want = f"builtins.{item.__name__}"
+    bad = (raw["type"], out) if types is None else next(((t, v) for t, v in zip(types, out) if t != want), None)
+    if bad is not None:
+        raise TypeError(f"{what}, got a {bad[0].rpartition('.')[2]} ({bad[1]!r:.40})")
+    return out
+
+
+register(
+    *(Probe(f"tokenizing.{name}", call=_call_function, observe=result_of(function))
+      for function, names in (("merge_pair", ("merge_pair",)),
+                              ("train_bpe", ("train_bpe", "train_bpe_ties", "train_bpe_random")),
+                              ("bpe_encode", ("bpe_encode", "bpe_encode_random")))
+      for name in names),
+    *(Probe(f"tokenizing.{kind}_{op}", call=_call_tokenizer, observe=tokenizer_facts)
+      for kind in ("char", "bpe_tokenizer") for op in ("vocab", "encode", "decode")),
+    *(Probe(f"tokenizing.byte_bpe_{op}", call=_call_byte, observe=tokenizer_facts)
+      for op in ("vocab", "encode", "decode")),
+)
