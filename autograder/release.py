@@ -68,6 +68,12 @@ def generate_student_version(ch: Chapter, dest: Path) -> None:
         shutil.copytree(course / "release" / ch.id, dest)
 
 
+def _one_line_per_check(data: dict) -> str:
+    """The visible answers as compact JSON, one check per line (a change shows as the lines of its checks)."""
+    lines = [f"{json.dumps(name)}:{json.dumps(check, separators=(',', ':'))}" for name, check in data["checks"].items()]
+    return '{"checks":{\n' + ",\n".join(lines) + "\n}}\n"
+
+
 def release(chapters: list[Chapter] | None = None, out: Path | None = None) -> None:
     """Regenerate the student notebooks, reference modules and visible answers.
 
@@ -87,5 +93,5 @@ def release(chapters: list[Chapter] | None = None, out: Path | None = None) -> N
         ref_file.write_text(reference_source(ch))
         answers = (out / "visible" / f"{ch.topic}.json") if out else ch.visible_answers
         answers.parent.mkdir(parents=True, exist_ok=True)
-        answers.write_text(json.dumps(visible_data(ch.topic), indent=1) + "\n")
+        answers.write_text(_one_line_per_check(visible_data(ch.topic)))
         print(f"released {ch.id}")

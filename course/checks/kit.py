@@ -16,12 +16,10 @@ oracle and its known mistakes; the plumbing lives here, written once:
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable
 
 import numpy as np
 import torch
-from torch import nn
 
 from course.probing.cases import Case
 from course.probing.kit import build, load_weights, parameter_table, run_modes  # noqa: F401  (the chapters' checks use them as kit.*)
