@@ -112,6 +112,9 @@ MUTANTS = [
     Mutant("negative temperature accepted", SAMPLE, (("if temperature < 0:", "if False:"),), T4,
            hint="expected ValueError to be raised (temperature must be >= 0)"),
     Mutant("tokens returned as int32", SAMPLE, ((_DRAW, _DRAW + ".int()"),), T4, hint="expected dtype int64, got int32"),
+    Mutant("a generator of its own when none is given", SAMPLE,
+           ((_DRAW, _DRAW.replace("generator=generator", "generator=generator or torch.Generator().manual_seed(0)")),),
+           T4, hint="Did you make a generator of your own when none is given?"),
     # --- 9.5 generate
     Mutant("end token ignored (generation continues past eos)", GEN, ((_DONE, "done = done"),), T5,
            hint="Did you ignore the end token?"),

@@ -171,7 +171,21 @@ def _sample_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         cases.append(Case(describe(logits=x) + ", " + ", ".join(f"{n}={v}" for n, v in kw.items()) +
                           (", a tie for the largest logit" if t == 0 else ""), (x,), kw,
                           meta={"seed": int(rng.integers(2**31))}))
+    for shape, kw in [((4, 7), {"temperature": 1.0})] + ([((5, 9), {"top_k": 4})] if hidden else []):
+        x = randn(rng, *shape) * 1.5  # generator left out: the draws come from the global generator, seeded
+        cases.append(Case(describe(logits=x) + ", " + ", ".join(f"{n}={v}" for n, v in kw.items()) +
+                          ", no generator (torch.manual_seed before the call)", (x,), kw,
+                          meta={"global seed": int(rng.integers(2**31))}))
     return cases
+
+
+def _generator(case: Case) -> torch.Generator | None:
+    """The generator the case's draw uses: its own seeded one, or (generator left out) the global
+    one, seeded as the probe seeds it."""
+    if "global seed" in case.meta:
+        torch.manual_seed(case.meta["global seed"])
+        return None
+    return torch.Generator().manual_seed(case.meta["seed"])
 
 
 def _draw(case: Case, **knobs: Any) -> Any:
@@ -182,7 +196,16 @@ def _draw(case: Case, **knobs: Any) -> Any:
     if t == 0:
         return NOT_APPLICABLE if knobs else x.argmax(dim=-1)
     probs = oracle_probs(x, t, k, p, **knobs).float()
-    return torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(case.meta["seed"]))[:, 0]
+    return torch.multinomial(probs, 1, generator=_generator(case))[:, 0]
+
+
+def _fixed_generator(case: Case) -> Any:
+    """A sample that draws from a generator of its own (seed 0) when none is given."""
+    if "global seed" not in case.meta:
+        return NOT_APPLICABLE
+    x, kw = case.args[0], case.kwargs
+    probs = oracle_probs(x, kw.get("temperature", 1.0), kw.get("top_k"), kw.get("top_p")).float()
+    return torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(0))[:, 0]
 
 
 def _temperature_zero_divides(case: Case) -> Any:
@@ -256,10 +279,14 @@ register(
                             lambda case: case.args[0].argmax(dim=-1) if "temperature" not in case.kwargs
                             else NOT_APPLICABLE),
                     Mistake("Did you divide by a temperature of 0? Temperature 0 means greedy: return "
-                            "logits.argmax(dim=-1).", _temperature_zero_divides)],
+                            "logits.argmax(dim=-1).", _temperature_zero_divides),
+                    Mistake("Did you make a generator of your own when none is given? generator=None means "
+                            "PyTorch's global generator (pass generator=None on to torch.multinomial), so that "
+                            "torch.manual_seed decides the draws.", _fixed_generator)],
           hint="sample: temperature < 0 raises ValueError; temperature 0 returns logits.argmax(-1); otherwise divide "
                "the logits by the temperature, apply top_k_filter then top_p_filter (when given), take the softmax "
-               "and draw once with torch.multinomial(probs, 1, generator=generator)[:, 0]: (batch,) int64."),
+               "and draw once with torch.multinomial(probs, 1, generator=generator)[:, 0]: (batch,) int64 (generator "
+               "None: the global generator)."),
     Check(name="sample_distribution", cases=_dist_cases, expected=_dist, rtol=0.0, atol=0.03,
           mistakes=[Mistake(_AFTER, variant(_dist, after_softmax=True)),
                     Mistake(_K_EXTRA, variant(_dist, k_extra=1)),

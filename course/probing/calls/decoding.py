@@ -179,7 +179,11 @@ DRAWS = 4000  # draws of the same logits in one call (sample_distribution, sampl
 
 
 def _sample_call(fn: Any, case: Case) -> Any:
-    """sample(logits (batch, vocab), ...) with the case's seeded generator -> (batch,) token ids."""
+    """sample(logits (batch, vocab), ...) with the case's seeded generator, or with none after
+    torch.manual_seed (the default, the global generator) -> (batch,) token ids."""
+    if "global seed" in case.meta:
+        torch.manual_seed(case.meta["global seed"])
+        return fn(*case.args, **case.kwargs)
     return fn(*case.args, **case.kwargs, generator=torch.Generator().manual_seed(case.meta["seed"]))
 
 
