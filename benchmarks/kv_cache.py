@@ -1,6 +1,6 @@
 """Benchmark: generation with and without a key-value cache (chapter 9), against sequence length.
 
-Not a test: it measures. A randomly initialised `course.toy.ToyLM` (speed does not depend on the
+Not a test: it measures. A randomly initialised `course.reversal.ToyLM` (speed does not depend on the
 weights) generates N tokens greedily from a one-token prompt, twice:
 
 * without a cache: every step runs the model on the whole sequence so far and keeps the last
@@ -23,7 +23,7 @@ import time
 import torch
 
 from course.reference.decoding import decode_step
-from course.toy import LM_VOCAB, ToyLM
+from course.reversal import LM_VOCAB, ToyLM
 from course.train import cpu_name
 
 

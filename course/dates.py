@@ -11,7 +11,7 @@ they move from form to form: cross-attention is the whole job, and its maps show
 
 Pieces:
 
-* `SRC_VOCAB`, `TGT_VOCAB`: character vocabularies (`course.toy.Vocab`), ``<pad>`` = 0,
+* `SRC_VOCAB`, `TGT_VOCAB`: character vocabularies (`course.reversal.Vocab`), ``<pad>`` = 0,
   ``<bos>`` = 1, ``<eos>`` = 2.
 * `render(day, form, rng)`: one text of a date; `examples(n, split, generator)`: n (text, iso) pairs.
 * The held-out set, `held_out()`: 1,000 fixed examples on 1,000 dates (drawn once with
@@ -53,7 +53,7 @@ import torch
 
 from course.models import Seq2SeqConfig, Seq2SeqModel
 from course.parts import Parts, reference_parts
-from course.toy import Vocab, plot_attention
+from course.reversal import Vocab, plot_attention
 from course.train import History, TrainConfig, cpu_threads, fit, load_average
 
 __all__ = [
@@ -318,7 +318,7 @@ class TrainedDates:
         return torch.stack(weights), output
 
     def plot_cross_attention(self, text: str, layer: int = -1, head: int | None = None, ax=None):
-        """`course.toy.plot_attention` of one decoder layer's cross-attention (averaged over the
+        """`course.reversal.plot_attention` of one decoder layer's cross-attention (averaged over the
         heads unless `head` is given): source characters across, output characters down."""
         weights, output = self.cross_attention(text)
         w = weights[layer].mean(dim=0) if head is None else weights[layer, head]

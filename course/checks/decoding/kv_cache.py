@@ -13,7 +13,7 @@ from course.reference.multi_head_attention import (
     merge_heads,
     split_heads,
 )
-from course.toy import LM_VOCAB, ToyLM
+from course.reversal import LM_VOCAB, ToyLM
 
 from ..framework import Case, Check, Mistake, register
 from ..kit import causal_mask, randn, variant

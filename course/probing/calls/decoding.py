@@ -3,7 +3,7 @@ generation (greedy and sampled), beam search and the key-value cache.
 
 The small hand-made language models the cases drive the student's code with live here (`TableLM`,
 `PrefixLM`, `DictLM`), with their transports and those of the earlier chapters' modules the cases
-carry (chapter 5's ``MultiHeadAttention``, the ``ToyLM`` of `course.toy`); the trusted side imports
+carry (chapter 5's ``MultiHeadAttention``, the ``ToyLM`` of `course.reversal`); the trusted side imports
 them to build its cases. The sampling probes return the raw draws and the tied projection's probe
 what its module holds; their `observe` functions, run by the judge, turn these into the facts the
 answers describe (frequencies, "the weight is the embedding's Parameter", a parameter count).
@@ -18,7 +18,7 @@ import torch
 
 from course.reference.embedding import Embedding
 from course.reference.multi_head_attention import MultiHeadAttention
-from course.toy import ToyLM, Vocab
+from course.reversal import ToyLM, Vocab
 
 from ..cases import Case, module_from_state, module_state, transportable
 from ..kit import build, load_weights, parameter_table, run_modes
@@ -110,7 +110,7 @@ transportable("decoding.PrefixLM", PrefixLM,
 transportable("decoding.DictLM", DictLM, lambda m: {"vocab": m.vocab, "probs": m.probs}, lambda s: DictLM(**s))
 transportable("course.reference.multi_head_attention.MultiHeadAttention", MultiHeadAttention, _mha_state,
               module_from_state(MultiHeadAttention))
-transportable("course.toy.ToyLM", ToyLM, _toy_lm_state, _toy_lm_from_state)
+transportable("course.reversal.ToyLM", ToyLM, _toy_lm_state, _toy_lm_from_state)
 
 
 # ------------------------------------------------ 9.1 OutputProjection ---

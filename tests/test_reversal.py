@@ -1,10 +1,10 @@
-"""course/toy.py: the reversal task and its tiny attention model (fast, CPU)."""
+"""course/reversal.py: the reversal task and its tiny attention model (fast, CPU)."""
 
 from __future__ import annotations
 
 import torch
 
-from course.toy import (
+from course.reversal import (
     LM_VOCAB,
     VOCAB,
     ToyLM,
