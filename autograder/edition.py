@@ -258,6 +258,21 @@ def _function_bodies(source: str) -> list[str]:
     return bodies
 
 
+def published_lines(lines: set[str]) -> set[str]:
+    """The answer lines the course publishes by design, not counted as a leak: those the checks'
+    hints quote (a student reads them as feedback; `course/visible/`) and those of the course's
+    own helpers (``course/*.py`` and `course.probing`, e.g. `course.reversal`'s toy model, which
+    stacks chapter 7's layers the usual way). Never the oracles (`course/checks/`, unpublished) or
+    the reference answers."""
+    hints = []
+    for path in (ROOT / "course" / "visible").glob("*.json"):
+        for check in json.loads(path.read_text())["checks"].values():
+            hints += [check["standard"]["hint"], *(m["hint"] for m in check["mistakes"])]
+    helpers = [*(ROOT / "course").glob("*.py"), *(ROOT / "course" / "probing").rglob("*.py")]
+    published = "\n".join(hints + [p.read_text() for p in helpers])
+    return {ln for ln in lines if ln in published}
+
+
 def _texts(path: Path) -> list[str]:
     """The text a file holds, notebooks' cells and outputs decoded."""
     try:
@@ -283,7 +298,8 @@ def audit(dest: Path, not_due: list[Chapter]) -> list[str]:
     orphans = [Chapter(f"99_{p.stem}") for p in REFERENCE.glob("*.py")  # answers of chapters being written
                if p.stem not in known and p.name != "__init__.py"]
     for ch in not_due + orphans:
-        secrets[ch.id] = [(lines, need) for lines, need in answer_lines(ch) if len(lines) >= need]
+        answers = [(lines - published_lines(lines), need) for lines, need in answer_lines(ch)]
+        secrets[ch.id] = [(lines, need) for lines, need in answers if len(lines) >= need]
     for ch in not_due:
         if (dest / "course" / "reference" / f"{ch.topic}.py").exists():
             problems.append(f"course/reference/{ch.topic}.py: the reference answers of {ch.id}")
@@ -318,4 +334,4 @@ def parse_when(value: str) -> dt.datetime:
     return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
 
 
-__all__ = ["answer_lines", "audit", "build_edition", "parse_when"]
+__all__ = ["answer_lines", "audit", "build_edition", "parse_when", "published_lines"]

@@ -40,12 +40,13 @@ import stat
 from pathlib import Path
 from typing import Callable, Optional
 
+import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from course.cells import check_calls, checks_in_source, defined_names, hidden_lines, is_answer_cell, uses_of
+from course.cells import checks_in_source, hidden_lines, is_test_cell, uses_of
 from course.probing import runner, verdicts
 from course.probing.verdicts import Verdict
 from course.protocol import PROBE_DIRNAME, cell_score, record_name, verdicts_name
@@ -105,9 +106,10 @@ def _trusted_judge(name: str, hidden: bool, text: str | None, *, seed: int) -> t
     return framework.judge_record(name, hidden, seed, text)
 
 
-def _seed(secret_file: str, info: dict) -> int:
+def _seed(secret_file: str, info: dict, nb: NotebookNode) -> int:
     from course.checks import framework
-    return framework.seed_for(Path(secret_file).read_bytes(), info["student"], info["assignment"])
+    return framework.seed_for(Path(secret_file).read_bytes(), info["student"], info["assignment"],
+                              framework.submission_code(nb.cells))
 
 
 class PrepareProbes(NbGraderPreprocessor):
@@ -122,7 +124,7 @@ class PrepareProbes(NbGraderPreprocessor):
         _remove(probe)
         probe.mkdir()
         from course.checks import framework
-        framework.write_cases(probe, graded_calls(nb), _seed(self.secret_file, resources["nbgrader"]))
+        framework.write_cases(probe, graded_calls(nb), _seed(self.secret_file, resources["nbgrader"], nb))
         return nb, resources
 
 
@@ -163,20 +165,23 @@ class JudgeChecks(NbGraderPreprocessor):
     secret_file = Unicode("", help="File holding the grading secret").tag(config=True)
     verdicts_dir = Unicode("", help="Where to write each notebook's verdicts as data (the grader's "
                                     "own folder, never the student's); empty: nowhere").tag(config=True)
+    release_dir = Unicode("", help="nbgrader's release folder: a cell as released is the instructor's, "
+                                   "not searched for forbidden functions").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
-        seed = _seed(self.secret_file, resources["nbgrader"])
+        seed = _seed(self.secret_file, resources["nbgrader"], nb)
         secret_lines: set[str] = set()
         cells = {}
-        answers = [c.source for c in nb.cells if c.cell_type == "code" and is_answer_cell(c)]
+        released = self._released(resources["nbgrader"])
+        code = [c.source for c in nb.cells if c.cell_type == "code" and not is_test_cell(c) and c.source not in released]
         for cell in nb.cells:
             if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
                 cell.outputs, records = judge_cell(cell.source, float(cell.metadata.nbgrader["points"]), probe,
                                                    functools.partial(_trusted_judge, seed=seed), self.log)
-                flagged = forbidden_uses(cell.source, answers)
+                flagged = forbidden_uses(cell.source, code)
                 if flagged:
-                    cell.outputs[0].text += (f"⚠ For your instructor: your answers name {', '.join(flagged)}, which "
+                    cell.outputs[0].text += (f"⚠ For your instructor: your notebook names {', '.join(flagged)}, which "
                                              "this exercise asks you not to use. A person will read them; the "
                                              "grader takes no points for it.\n")
                 cells[cell.metadata.nbgrader["grade_id"]] = {"digest": report_digest(cell.outputs),
@@ -190,6 +195,14 @@ class JudgeChecks(NbGraderPreprocessor):
             self._write_verdicts(resources["nbgrader"], cells)
         return nb, resources
 
+    def _released(self, info: dict) -> set[str]:
+        """The sources of the released notebook's code cells (none without a release folder)."""
+        path = Path(self.release_dir) / info["assignment"] / f"{info['notebook']}.ipynb"
+        try:
+            return {c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"}
+        except (OSError, ValueError):
+            return set()
+
     def _write_verdicts(self, info: dict, cells: dict) -> None:
         path = verdicts_path(self.verdicts_dir, info["student"], info["assignment"])
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,23 +213,25 @@ class JudgeChecks(NbGraderPreprocessor):
         os.replace(partial, path)  # a run stopped halfway leaves the old file or the new one, whole
 
 
-def forbidden_uses(source: str, answers: list[str]) -> list[str]:
+def forbidden_uses(source: str, cells: list[str]) -> list[str]:
     """The library functions that the checks a test cell calls forbid (their probes' `forbid`) and
-    that the answer cells defining the checked objects name (`course.cells.uses_of`). The sandbox
-    makes them raise while a check runs, but a notebook can call one elsewhere and hand the check
-    its result: the grader flags it, and a person decides."""
-    found: list[str] = []
+    that the student's code names (`course.cells.uses_of`; `cells`: the sources of the notebook's
+    code cells but its test cells and the cells as released, which are the instructor's). The sandbox makes them raise while a check runs, but a notebook can
+    call one elsewhere (or under another name) and hand the check its result: the grader flags
+    it, and a person decides."""
+    forbid: list[str] = []
     try:
-        calls = check_calls(source)
+        names = checks_in_source(source)
     except SyntaxError:
-        return found
-    for call in calls:
+        return []
+    for name, _ in names:
         try:
-            forbid = runner.probe_of(call.name).forbid
+            forbid += [f for f in runner.probe_of(name).forbid if f not in forbid]
         except runner.CheckUnavailable:
             continue
-        for answer in (a for a in answers if call.obj and call.obj in defined_names(a)):
-            found += [f for f in uses_of(answer, forbid) if f not in found]
+    found: list[str] = []
+    for cell in cells:
+        found += [f for f in uses_of(cell, forbid) if f not in found]
     return found
 
 

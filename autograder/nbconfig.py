@@ -60,6 +60,7 @@ def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits, late_
     c.PrepareProbes.secret_file = str(secret)
     c.JudgeChecks.secret_file = str(secret)
     c.JudgeChecks.verdicts_dir = str(root / STATUS_DIR)  # the grader's own: the report reads them there
+    c.JudgeChecks.release_dir = str(root / "release")  # the released notebooks: their cells are the instructor's
     c.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
     per_day = re.fullmatch(r"(\d+(?:\.\d+)?)\s*% per day", late_penalty)
     if per_day:

@@ -185,31 +185,21 @@ def exported_code(nb: Mapping[str, Any]) -> str:
     return "\n\n\n".join(b for b in blocks if b) + "\n"
 
 
-def defined_names(source: str) -> set[str]:
-    """The functions and classes a cell defines at its top level (none if it is not Python)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-
-
 def uses_of(source: str, dotted: Sequence[str]) -> list[str]:
     """The names in `dotted` (``"torch.softmax"``, ``"torch.Tensor.softmax"``) that `source` may
-    call: an attribute of that last name (``torch.softmax(x)``, ``F.softmax(x)``,
-    ``x.softmax(-1)``, whatever the module's alias) or an import of it
-    (``from torch.nn.functional import softmax``). A function of the student's own of that name
-    (``def softmax``, ``softmax(x)``) is not one. What the grader flags for a person to read:
-    a name used is not proof of a forbidden call, nor its absence proof of none."""
+    call: an attribute or an imported name that contains that last name (``torch.softmax(x)``,
+    ``F.softmax(x)``, ``x.softmax(-1)``, ``torch._softmax(x, -1, False)``, ``from torch import
+    softmax as s``), whatever the module's alias; or, for any of them, PyTorch's low-level doors
+    (``torch.ops``, ``torch._C``) and ``getattr`` with a string. A function of the student's own of
+    that name (``def softmax``, ``softmax(x)``) is not one. What the grader flags for a person to
+    read: a name used is not proof of a forbidden call, nor its absence proof of none."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    imported = {(n.module or "", a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-    found = []
-    for name in dotted:
-        owner, _, last = name.rpartition(".")
-        if last in attributes or (owner, last) in imported:
-            found.append(name)
-    return found
+    names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    names |= {a.name.rpartition(".")[2] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    doors = bool(names & {"ops", "_C"}) or any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" for n in ast.walk(tree))
+    return [name for name in dotted if doors or any(name.rpartition(".")[2] in n for n in names)]

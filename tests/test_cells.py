@@ -193,7 +193,7 @@ def test_course_imports_nothing_of_the_autograder_and_this_module_nothing_heavy(
     ("def softmax(x, dim):\n    return x.softmax(dim)\n", ["torch.softmax", "torch.Tensor.softmax"]),
     ("import torch.nn.functional as F\n\ndef f(x):\n    return F.softmax(x, -1)\n",
      ["torch.softmax", "torch.Tensor.softmax"]),
-    ("from torch import softmax as s\n\ndef f(x):\n    return s(x, -1)\n", ["torch.softmax"]),
+    ("from torch import softmax as s\n\ndef f(x):\n    return s(x, -1)\n", ["torch.softmax", "torch.Tensor.softmax"]),
     ("def softmax(x, dim):\n    e = (x - x.max(dim, keepdim=True).values).exp()\n    return e / e.sum(dim, keepdim=True)\n"
      "\n\ny = softmax(torch.ones(3), 0)\n", []),
     ("this is not python(", []),
@@ -203,15 +203,20 @@ def test_uses_of_finds_a_named_function_whatever_its_alias_but_not_the_students_
 
 
 def test_the_solutions_name_no_function_their_checks_forbid_and_a_forbidden_call_is_flagged():
-    """The judge flags an answer that names a function its checks forbid (for a person to read): never
-    the reference answers; an answer calling torch.softmax, yes."""
+    """The judge flags a notebook that names a function its checks forbid (for a person to read):
+    never the solution notebooks; one calling torch.softmax, or a private alias, anywhere, yes."""
     from autograder.chapters import all_chapters
 
     for ch in all_chapters():
         nb = nbformat.read(ch.solution, as_version=4)
-        answers = [c.source for c in nb.cells if c.cell_type == "code" and cells.is_answer_cell(c)]
+        released = {c.source for c in nbformat.read(ch.student, as_version=4).cells}  # the judge leaves these out
+        code = [c.source for c in nb.cells if c.cell_type == "code" and not cells.is_test_cell(c)
+                and c.source not in released]
         for cell in (c for c in nb.cells if cells.is_test_cell(c)):
-            assert judge.forbidden_uses(cell.source, answers) == [], (ch.id, cells.grade_id(cell))
-    cheat = "def softmax(x, dim):\n    return torch.softmax(x, dim)\n"
-    assert "torch.softmax" in judge.forbidden_uses('check("attention.softmax", softmax)', ["x = 1", cheat])
-    assert judge.forbidden_uses('check("attention.softmax", other)', [cheat]) == []
+            assert judge.forbidden_uses(cell.source, code) == [], (ch.id, cells.grade_id(cell))
+    test = 'check("attention.softmax", softmax)'
+    assert "torch.softmax" in judge.forbidden_uses(test, ["x = 1", "def softmax(x, dim):\n    return torch.softmax(x, dim)"])
+    assert "torch.softmax" in judge.forbidden_uses(test, ["_sm = torch.softmax", "softmax = lambda x, d: _sm(x, d)"])
+    assert "torch.softmax" in judge.forbidden_uses(test, ["def softmax(x, d):\n    return torch._softmax(x, d, False)"])
+    assert "torch.softmax" in judge.forbidden_uses(test, ["f = torch.ops.aten.something"])
+    assert judge.forbidden_uses('check("introduction.linear_rows", f)', ["def softmax(x, d):\n    return x"]) == []

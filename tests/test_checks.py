@@ -30,6 +30,7 @@ import torch
 from autograder.chapters import Chapter, all_chapters
 from course.checks import check, framework
 from course.checks.framework import NOT_APPLICABLE, Check, checks_of, mismatch
+from course.probing.cases import encode_cases
 from course.probing.plain import Raised, encode, to_plain
 from course.probing import practice
 from course.probing.runner import probes_of
@@ -56,6 +57,65 @@ def test_every_check_has_a_probe_and_every_probe_a_check(ch):
     """The kernel's half of each check (`course.probing.calls.<topic>`) and the trusted half
     (`course.checks.<topic>`) name the same checks."""
     assert set(probes_of(ch.topic)) == {c.qualified_name for c in checks_of(ch.topic).values()}
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_graded_cases_depend_on_the_secret(ch):
+    """The grader draws every check's cases, visible and hidden, from the submission's seed: no
+    graded input is the same for every student, so answers looked up in the released visible
+    answers, or shared by another student, earn nothing."""
+    same = []
+    for check_ in checks_of(ch.topic).values():
+        fixed = [encode_cases(check_.make_cases(hidden, s)) for hidden, s in ((False, None), (True, 11))]
+        for (hidden, seed), before in zip(((False, 11), (True, 2024)), fixed):
+            if encode_cases(check_.make_cases(hidden, seed)) == before:
+                same.append(f"{check_.qualified_name} ({'hidden' if hidden else 'visible'})")
+    assert not same, "cases the secret does not change:\n" + "\n".join(same)
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_meta_holds_only_what_the_kernel_needs(ch):
+    """A case's `meta` travels to the kernel: it holds only what the probe's call (or observe) reads,
+    never an answer; what only the oracle needs stays on the trusted side (in `aid`, or computed)."""
+    unread = []
+    for calls in cells_of(ch).values():
+        for call in calls:
+            probe, obj = call.check.probe, getattr(reference(ch), call.obj)
+            for case in call.check.make_cases(call.hidden, 11):
+                seen: set = set()
+                case.meta = _Recording(case.meta, seen)
+                try:
+                    raw = to_plain(probe.call(obj, case))
+                    if probe.observe is not None:
+                        probe.observe(case, raw)
+                except Exception:
+                    pass
+                if set(case.meta) - seen:
+                    unread.append(f"{call.check.qualified_name}: {sorted(set(case.meta) - seen)}")
+    assert not unread, "meta keys no probe reads:\n" + "\n".join(sorted(set(unread)))
+
+
+class _Recording(dict):
+    """A dict that notes which keys were read."""
+
+    def __init__(self, data: dict, seen: set) -> None:
+        super().__init__(data)
+        self.seen = seen
+
+    def __getitem__(self, key):
+        self.seen.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.seen.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key) -> bool:
+        self.seen.add(key)
+        return super().__contains__(key)
+
+    def __deepcopy__(self, memo):
+        return self  # a probe that copies its case still reads through this dict
 
 
 @pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)

@@ -287,7 +287,7 @@ def test_feedback_shows_no_hidden_tests_and_no_one_elses_answers(batch):
 def test_a_forbidden_function_in_an_answer_is_flagged_for_a_person(batch):
     """The check makes F.linear raise while it runs (0 points); the judge also names the call in the
     feedback and the report, for a person to read. An honest answer is not flagged."""
-    assert "For your instructor: your answers name torch.nn.functional.linear" in printed(
+    assert "For your instructor: your notebook names torch.nn.functional.linear" in printed(
         batch, "flag-forbidden-call", "⚠")
     report = (batch.paths.out / "report" / "index.html").read_text()
     assert "flag-forbidden-call (torch.nn.functional.linear)" in report and HONEST + " (" not in report

@@ -142,7 +142,7 @@ def test_the_judge_writes_its_verdicts_as_data_in_the_graders_folder_not_the_stu
                                          grade_cell(f'check("{NAME}", linear_rows, hidden=True)', "hidden")])
     resources = {"metadata": {"path": str(folder)}, "nbgrader": {"student": "s1", "assignment": "ch", "notebook": "ch"}}
     judge.PrepareProbes(secret_file=str(secret)).preprocess(nb, resources)
-    seed = framework.seed_for(secret.read_bytes(), "s1", "ch")
+    seed = framework.seed_for(secret.read_bytes(), "s1", "ch", framework.submission_code(nb.cells))
     (folder / PROBE_DIRNAME / record_name(NAME, False)).write_text(recorded(linear_rows, False, seed))
     nb, _ = judge.JudgeChecks(secret_file=str(secret), verdicts_dir=str(status)).preprocess(nb, resources)
     assert list(folder.iterdir()) == []  # nothing of the grader's is left in the student's folder
@@ -164,3 +164,17 @@ def test_the_grader_sends_the_verdicts_to_the_course_folders_status_folder(tmp_p
 
     config = nbgrader_config(tmp_path, tmp_path / "secret", "k", Limits())
     assert config.JudgeChecks.verdicts_dir == str(tmp_path / STATUS_DIR) == config.GuardedExecute.status_dir
+
+
+def test_cases_are_drawn_for_the_notebook_handed_in(tmp_path):
+    """The same notebook gets the same cases on every run (re-grading changes nothing); a notebook
+    whose code changed, even by a comment, gets other ones: expected values read in feedback cannot
+    be written back into a resubmission."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    info = {"student": "ada", "assignment": "00_introduction"}
+    first = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(x):\n    return x")])
+    again = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(x):\n    return x")])
+    edited = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(x):\n    return x  # 42")])
+    assert judge._seed(str(secret), info, first) == judge._seed(str(secret), info, again)
+    assert judge._seed(str(secret), info, first) != judge._seed(str(secret), info, edited)

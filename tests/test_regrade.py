@@ -152,7 +152,7 @@ def _grade(subs, out, *extra: str, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path):
-    from course.checks.framework import get_check, seed_for
+    from course.checks.framework import get_check, seed_for, submission_code
 
     subs, secret = tmp_path / "submitted", tmp_path / "instructor" / "grading-secret"
     students = {"solution": solved(CH), "bias-forgotten": mutated(CH, MUTANTS[0]),
@@ -181,7 +181,9 @@ def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path)
         assert _verdicts(folders[0]) == _verdicts(folders[1]), student
         assert not any((f / PROBE_DIRNAME).exists() for f in folders), student
     # the hidden cases were drawn from the course's secret: the failed ones shown are among them
-    drawn = get_check("introduction.linear_rows").make_cases(True, seed_for(secret.read_bytes(), "bias-forgotten", CH.id))
+    graded_nb = nbformat.read(tmp_path / "out1" / "nbgrader" / "autograded" / "bias-forgotten" / CH.id / f"{CH.id}.ipynb", 4)
+    seed = seed_for(secret.read_bytes(), "bias-forgotten", CH.id, submission_code(graded_nb.cells))
+    drawn = get_check("introduction.linear_rows").make_cases(True, seed)
     report = _verdicts(tmp_path / "out1" / "nbgrader" / "autograded" / "bias-forgotten" / CH.id)
     shown = re.findall(r"case '([^']*)'", report[report.index("hidden cases failed"):])
     assert shown and set(shown) <= {c.label for c in drawn}, (shown, [c.label for c in drawn])

@@ -313,7 +313,10 @@ def _head_oracle(case: Case) -> Any:
 
 
 def _param_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    sizes = [(6, 4, 5), (8, 3, None)] if not hidden else [(16, 4, 8), (5, 7, None), (12, 2, 3)]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    sizes = [(draw(5, 8), draw(2, 4), draw(5, 7)), (draw(6, 10), draw(2, 5), None)] if not hidden else \
+        [(draw(12, 20), draw(3, 6), draw(7, 10)), (draw(4, 6), draw(7, 9), None), (draw(10, 14), 2, draw(3, 5))]
     return [Case(f"AttentionHead(d_in={a}, d_k={b}, d_v={c})", (a, b) if c is None else (a, b, c))
             for a, b, c in sizes]
 

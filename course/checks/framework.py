@@ -34,7 +34,6 @@ import copy
 import hashlib
 import json
 import importlib
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -151,20 +150,29 @@ def case_seed(name: str, hidden: bool, seed: int | None) -> int:
     student's own run) visible cases come from the fixed `VISIBLE_SEED`,
     so they are the same everywhere. The grader passes the submission's
     seed, and draws the visible cases afresh from it too (the same shapes,
-    other numbers): answers written down for the fixed visible inputs earn
-    nothing."""
+    other numbers, independent of the hidden ones): answers written down
+    for the fixed visible inputs earn nothing."""
     if seed is None:
-        base = DEFAULT_HIDDEN_SEED if hidden else VISIBLE_SEED
+        key = f"{DEFAULT_HIDDEN_SEED if hidden else VISIBLE_SEED}"
     else:
-        base = seed if hidden else seed + 2**32
-    return (base * 1_000_003 + zlib.crc32(name.encode())) % 2**32
+        key = f"{seed}\0{'hidden' if hidden else 'visible'}"
+    return int.from_bytes(hashlib.sha256(f"{key}\0{name}".encode()).digest()[:4], "big")
 
 
-def seed_for(secret: bytes, student: str, assignment: str) -> int:
-    """The hidden-case seed for one submission: unpredictable without the
-    instructor's secret, stable across re-runs (so re-grading changes nothing)."""
-    digest = hashlib.sha256(secret + f"\0{student}\0{assignment}".encode()).digest()
+def seed_for(secret: bytes, student: str, assignment: str, code: str = "") -> int:
+    """The cases' seed for one submission: unpredictable without the
+    instructor's secret; stable across re-runs of the same notebook (so
+    re-grading changes nothing), and another for a notebook whose `code` (its
+    code cells, `submission_code`) changed, so that expected values a
+    student read in feedback cannot be written back into a resubmission."""
+    digest = hashlib.sha256(secret + f"\0{student}\0{assignment}\0".encode()
+                            + hashlib.sha256(code.encode()).digest()).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+def submission_code(cells: Sequence[Any]) -> str:
+    """What `seed_for` reads of a notebook: its code cells' sources, in order."""
+    return "\0".join(c.source for c in cells if c.cell_type == "code")
 
 
 # ------------------------------------------------------------ verdicts ---
@@ -266,6 +274,6 @@ def judge_here(name: str, obj: Any, hidden: bool) -> tuple[bool, str]:
     return summary(check_, hidden, evaluate(check_, cases, student_entries(check_, obj, cases)))
 
 
-__all__ = ["Case", "Check", "CheckUnavailable", "Mistake", "NOT_APPLICABLE", "Raises", "cell_score", "mismatch",
-           "checks_of", "get_check", "judge_here", "judge_record", "register", "student_entries", "visible_data",
-           "write_cases"]
+__all__ = ["Case", "Check", "CheckUnavailable", "Mistake", "NOT_APPLICABLE", "Raises", "cell_score", "checks_of",
+           "get_check", "judge_here", "judge_record", "mismatch", "register", "seed_for", "student_entries",
+           "submission_code", "visible_data", "write_cases"]

@@ -1,7 +1,9 @@
 """Checks for chapter 3: the sinusoidal table, the offset matrix, the module.
 
-Oracles, none of them the course's reference: hand-computed tables (PE(0) is
-[0, 1, 0, 1, ...], PE(1, 0) = sin 1, ...); `pe_rows`, an independent numpy
+Oracles, none of them the course's reference: small tables worked out by hand
+(`_hand`: PE(0) is [0, 1, 0, 1, ...], PE(1, 0) = sin 1, and with a base whose
+power base^(2/d_model) is a whole number r, PE(pos, 2i) = sin(pos / r^i), no
+power of the base taken); `pe_rows`, an independent numpy
 float64 evaluation of the formula, cast to float32 (the contract's dtype)
 where a student's table is compared; for the offset matrix its explicit 2 x 2
 blocks, and the identity PE(pos + k) = PE(pos) @ M_k on `pe_rows`' own table;
@@ -12,7 +14,7 @@ first rows are compared with `pe_rows`. The kernel records the raw outputs (the
 matrix itself, forward's output and the module's pe[:seq_len]); the products and
 differences above are made by each probe's `observe`
 (`course.probing.calls.positional_encoding`), the shift check's with the rows
-PE(pos) that `pe_rows` computes here and puts in the case's `aid`. Mistakes
+PE(pos) that `pe_rows` computes here for positions drawn here, both in the case's `aid`. Mistakes
 are these oracles with knobs: the usual wrong tables, the transposed (column-convention) rotation, the
 seq-first broadcast, and the module's usual slips.
 """
@@ -31,6 +33,7 @@ from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from .kit import variant, both_modes, raises, randn
 
 N = 10000.0
+POSITIONS = "positions"  # the shift cases' positions pos (in `aid`, with the rows PE(pos))
 ODD = "d_model must be even: each sine needs its cosine partner"
 _POWER = {"2i/d": 2.0, "i/d": 1.0, "4i/d": 4.0}  # the exponent's factor: pos / N^(factor * i / d)
 
@@ -98,15 +101,26 @@ _TRANSPOSED_TABLE = Mistake("Rows are positions: the table has shape (seq_len, d
 
 # ---------------------------------------------- 3.1 sinusoidal_encoding ---
 
-_S1, _C1 = math.sin(1.0), math.cos(1.0)
-_HAND = {  # (seq_len, d_model, base) -> the table, worked out by hand from the formula
-    (2, 4, N): [[0, 1, 0, 1], [_S1, _C1, math.sin(0.01), math.cos(0.01)]],          # N^(2/4) = 100
-    (3, 2, N): [[0, 1], [_S1, _C1], [math.sin(2.0), math.cos(2.0)]],                 # one pair, frequency 1
-    (2, 4, 100.0): [[0, 1, 0, 1], [_S1, _C1, math.sin(0.1), math.cos(0.1)]],         # 100^(2/4) = 10
-    (2, 6, 1e6): [[0, 1, 0, 1, 0, 1],                                                # 1e6^(2/6) = 100
-                  [_S1, _C1, math.sin(0.01), math.cos(0.01), math.sin(1e-4), math.cos(1e-4)]],
-    (1, 8, N): [[0, 1, 0, 1, 0, 1, 0, 1]],                                           # PE(0)
-}
+def _hand(case: Case) -> np.ndarray:
+    """The small table worked out by hand: with r = base^(2/d_model) a whole number (the case's
+    `aid`), pair i turns at 1 / r^i radians per position, so PE(pos, 2i) = sin(pos / r^i) and
+    PE(pos, 2i+1) = cos(pos / r^i); no power of the base is taken."""
+    n, d, _ = _args(case)
+    r = case.aid["r = base^(2/d_model)"]
+    return np.array([[(math.sin if j % 2 == 0 else math.cos)(pos / r ** (j // 2)) for j in range(d)]
+                     for pos in range(n)], dtype=np.float32)
+
+
+def _hand_case(n: int, d: int, r: int | None) -> Case:
+    """f(n, d, base=r^(d/2)) (pair i turns at 1/r^i per position); r None: the default base, with d_model
+    2 (one pair), 4 (r = 100) or 8 (r = 10), or a table of the single position 0."""
+    if r is None:
+        case = _table_case(n, d, None)
+        case.aid = {"r = base^(2/d_model)": {2: 1, 4: 100, 8: 10}.get(d, 1) if n > 1 else 1}
+        return case
+    case = _table_case(n, d, float(r ** (d // 2)), keyword=True)
+    case.aid = {"r = base^(2/d_model)": r}
+    return case
 
 
 def _table_case(n: int, d: int, base: float | None, *, keyword: bool = False, note: str = "", **meta: Any) -> Case:
@@ -118,34 +132,57 @@ def _table_case(n: int, d: int, base: float | None, *, keyword: bool = False, no
 
 
 def _hand_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    keys = [(2, 4, N), (3, 2, N)] if not hidden else [(2, 4, 100.0), (2, 6, 1e6), (1, 8, N), (3, 2, N)]
-    return [_table_case(n, d, base, keyword=True) for n, d, base in keys]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    if not hidden:
+        d = int(rng.choice([2, 4]))
+        return [_hand_case(draw(2, 3), int(rng.choice([4, 8])), None), _hand_case(draw(2, 4), d, draw(2, 20))]
+    return [_hand_case(draw(2, 3), 4, draw(2, 100)), _hand_case(draw(2, 3), 6, draw(2, 100)),
+            _hand_case(1, 2 * draw(2, 5), None),       # PE(0) = [0, 1, 0, 1, ...]
+            _hand_case(draw(2, 4), 2, None),           # one pair, frequency 1
+            _hand_case(draw(2, 3), 8, None)]           # the default base, r = 10
 
 
 def _formula_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(6, 8, None), (5, 4, 100.0)] if not hidden else \
-            [(50, 16, None), (33, 10, None), (1, 6, None), (7, 2, None), (128, 64, 500.0), (40, 512, None),
-             (9, 6, 1e6), (int(rng.integers(60, 200)), 2 * int(rng.integers(3, 40)), None)]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    specs = [(draw(4, 8), 2 * draw(3, 5), None), (draw(3, 7), 2 * draw(2, 3), float(draw(20, 500)))] \
+        if not hidden else \
+        [(draw(40, 60), 2 * draw(6, 10), None), (2 * draw(12, 20) + 1, 2 * draw(3, 6), None),  # an odd length
+         (1, 2 * draw(2, 4), None),                                                            # one position
+         (draw(5, 9), 2, None),                                                                # one pair
+         (draw(100, 150), 64, float(draw(200, 999))), (draw(30, 50), 512, None),
+         (draw(7, 11), 6, float(10 ** draw(5, 7))), (draw(60, 200), 2 * draw(3, 40), None)]
     return [_table_case(n, d, base) for n, d, base in specs]
 
 
 def _long_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(10000, 64, None)] if not hidden else \
-            [(20000, 128, None), (12345, 32, None), (10001, 16, 50000.0), (16384, 256, None)]
-    rows = [0, 1, 2, 3, 2047, 2049, 4097, 5001, 7777]
-    return [_table_case(n, d, base, note=f" (rows near position {n - 1} compared)",
-                        rows=rows + list(range(n - 12, n))) for n, d, base in specs]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    specs = [(draw(10000, 10500), 2 * draw(16, 32), None)] if not hidden else \
+        [(draw(18000, 22000), 2 * draw(48, 80), None), (draw(12000, 13000), 2 * draw(12, 20), None),
+         (draw(10001, 10100), 16, float(draw(20000, 80000))), (draw(16000, 17000), 256, None)]
+    cases = []
+    for n, d, base in specs:  # the first rows, some near powers of two, a few others, and the last 12
+        middle = {2048 + draw(-3, 3), 4096 + draw(-3, 3), *rng.integers(4, n - 12, size=3).tolist()}
+        rows = [0, 1, 2, 3, *sorted(middle), *range(n - 12, n)]
+        cases.append(_table_case(n, d, base, note=f" (rows near position {n - 1} compared)", rows=rows))
+    return cases
 
 
 def _odd_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(4, 5), (3, 7)] if not hidden else [(1, 1), (10, 9), (6, 3), (2, 513), (3, 0), (2, -4)]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    specs = [(draw(2, 6), 2 * draw(1, 4) + 1), (draw(2, 6), 2 * draw(2, 7) + 1)] if not hidden else \
+        [(draw(1, 3), 1), (draw(5, 12), 2 * draw(3, 6) + 1), (draw(2, 8), 3), (draw(1, 4), 2 * draw(200, 300) + 1),
+         (draw(1, 5), 0), (draw(1, 4), -2 * draw(1, 5))]
     return [Case(f"seq_len={n}, {'odd' if d % 2 else 'non-positive'} d_model={d}", (n, d)) for n, d in specs]
 
 
 register(
     __name__,
     Check(name="sinusoidal_encoding_hand", cases=_hand_cases, mistakes=[*_TABLE_MISTAKES, _TRANSPOSED_TABLE],
-          expected=lambda c: np.array(_HAND[_args(c)], dtype=np.float32),
+          expected=_hand,
           hint="Work out the small table by hand: PE(0) = [0, 1, 0, 1, ...], PE(1, 0) = sin(1), PE(1, 1) = cos(1), "
                "and pair i turns at 1 / N^(2i/d_model) radians per position. (Errors around 1e-4 mean low "
                "precision: compute in float64, not float16.)"),
@@ -179,15 +216,17 @@ def _offset_np(k: int, d: int, base: float = N, *, exponent: str = "2i/d", trans
 
 
 def _offset_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(1, 4, None), (3, 6, 100.0)] if not hidden else \
-            [(-3, 8, None), (0, 6, None), (7, 16, 100.0), (1000, 32, None), (5, 2, None), (-250, 64, None),
-             (int(rng.integers(-40, -10)), 12, 1000.0), (2, 5, None)]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    specs = [(draw(1, 4), 2 * draw(2, 4), None), (draw(2, 6), 2 * draw(3, 4), float(draw(20, 500)))] \
+        if not hidden else \
+        [(-draw(1, 5), 2 * draw(3, 6), None), (0, 2 * draw(2, 5), None), (draw(5, 11), 16, float(draw(50, 300))),
+         (draw(500, 2000), 32, None), (draw(2, 8), 2, None), (-draw(100, 400), 64, None),
+         (-draw(11, 40), 12, float(draw(500, 5000))), (draw(1, 4), 2 * draw(1, 4) + 1, None)]
     cases = []
     for k, d, base in specs:
         extra = ("" if base is None else f", base={base:g}") + (" (odd d_model)" if d % 2 else "")
-        positions = max(0, -k) + np.array([0, 1, 2, 5, 17, 100, 333, 2024])  # for the shift check
-        cases.append(Case(f"k={k}, d_model={d}{extra}", (k, d) if base is None else (k, d, base),
-                          meta={"positions": positions}))
+        cases.append(Case(f"k={k}, d_model={d}{extra}", (k, d) if base is None else (k, d, base)))
     return cases
 
 
@@ -200,19 +239,20 @@ def _matrix(case: Case, one_frequency: bool = False, **knobs: Any) -> Any:
 def _shifted(case: Case, one_frequency: bool = False, **knobs: Any) -> np.ndarray:
     """PE(pos + k) for the case's positions; with knobs, PE(pos) @ (that wrong M_k)."""
     k, d, base = _args(case)
-    pos = case.meta["positions"]
+    pos = case.aid[POSITIONS]
     if not knobs and not one_frequency:
         return pe_rows(pos + k, d, base)
     return pe_rows(pos, d, base) @ _offset_np(k, d, 1.0 if one_frequency else base, **knobs)
 
 
 def _shift_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    """The offset cases of even d_model, each with the oracle's float64 rows PE(pos) for its positions in
-    its `aid` (the observe multiplies them by the student's matrix)."""
+    """The offset cases of even d_model, each with positions drawn here and the oracle's float64 rows
+    PE(pos) for them in its `aid` (the observe multiplies them by the student's matrix)."""
     cases = [c for c in _offset_cases(rng, hidden) if c.args[1] % 2 == 0]
     for c in cases:
-        _, d, base = _args(c)
-        c.aid = {PE_ROWS: pe_rows(c.meta["positions"], d, base)}
+        k, d, base = _args(c)
+        positions = max(0, -k) + np.concatenate([[0, 1], np.sort(rng.choice(np.arange(2, 3000), 6, replace=False))])
+        c.aid = {POSITIONS: positions, PE_ROWS: pe_rows(positions, d, base)}
     return cases
 
 
@@ -307,6 +347,14 @@ _FORWARD = dict(
 )
 
 
+def _buffer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    specs = [(2 * draw(2, 6), draw(8, 32), None)] if not hidden else \
+        [(2 * draw(2, 5), None, None), (2 * draw(1, 4), draw(3, 12), float(draw(20, 500))), (2 * draw(3, 7), 1, None)]
+    return [_module_case(d, m, b) for d, m, b in specs]
+
+
 def _buffers(case: Case, kind: str = "buffer", dtype: str = "float32") -> dict:
     """The expected report; `kind` 'parameter' or 'attribute' and `dtype` are the usual slips."""
     d, config = case.meta["d_model"], case.meta["config"]
@@ -329,8 +377,7 @@ register(
                "to max_len - 1), a longer one has no rows left in the table (and slicing pe[:seq_len] would "
                "silently return fewer rows)."),
     Check(name="positional_encoding_buffer", expected=_buffers,
-          cases=lambda rng, hidden: [_module_case(d, m, b) for d, m, b in ([(8, 16, None)] if not hidden else
-                                     [(6, None, None), (4, 7, 100.0), (10, 1, None)])],
+          cases=_buffer_cases,
           mistakes=[
               Mistake("Did you store the table as an nn.Parameter? The sinusoidal table is fixed, not learned: "
                       "register it with self.register_buffer('pe', table).", variant(_buffers, kind="parameter")),

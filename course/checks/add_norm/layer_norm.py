@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from ..framework import Case, Check, Mistake, register
 from ..kit import describe
-from ._shared import _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike
+from ._shared import _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike, drawn_eps, drawn_shape
 
 
 def _ln_args(case: Case) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
@@ -29,6 +29,8 @@ def _ln(case: Case, *, eps_ignored: bool = False, **knobs: Any) -> Any:
 
 def _ln_case(rng: np.random.Generator, *shape: int, kind: str = "normal", eps: float | None = None,
              positional: bool = False, dtype: torch.dtype = torch.float32) -> Case:
+    """A case like the spec: its sizes and eps drawn around the spec's (`drawn_shape`, `drawn_eps`)."""
+    shape, eps = drawn_shape(rng, shape), drawn_eps(rng, eps)
     x = _rows(rng, *shape, kind=kind).to(dtype)
     gamma, beta = (t.to(dtype) for t in _affine(rng, shape[-1]))
     label = ("float64 " if dtype == torch.float64 else "") + describe(x=x, gamma=gamma) + _NOTES[kind]

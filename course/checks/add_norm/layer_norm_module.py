@@ -14,16 +14,22 @@ from course.probing.calls.add_norm import NEW, PARAMS
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import variant
-from ._shared import _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike
+from ._shared import _NOTES, ATOL, EPS, RTOL, _affine, _ln_mistakes, _manual, _rows, _unlike, drawn_eps, drawn_shape
 
 # --------------------------------------------------- 6.2 LayerNorm module ---
-# Case.args: what forward() is called with (x); meta: the constructor's arguments and the weights to copy in.
+# Case.args: what forward() is called with (x); meta: the constructor's arguments and the weights to copy in
+# (none for a new module, which keeps its own initial values).
 
-def _module_case(rng: np.random.Generator, *shape: int, kind: str = "normal", eps: float | None = None) -> Case:
+def _module_case(rng: np.random.Generator, *shape: int, kind: str = "normal", eps: float | None = None,
+                 weights: bool = True) -> Case:
+    """A case like the spec: its sizes and eps drawn around the spec's (`drawn_shape`, `drawn_eps`)."""
+    shape, eps = drawn_shape(rng, shape), drawn_eps(rng, eps)
     d = shape[-1]
     x = _rows(rng, *shape, kind=kind)
-    gamma, beta = _affine(rng, d)
     label = f"LayerNorm({d}{'' if eps is None else f', eps={eps:g}'}), x {kit.shape_of(x)}{_NOTES[kind]}"
+    if not weights:
+        return Case("a new " + label, (x,), meta={"d_model": d, "eps": eps})
+    gamma, beta = _affine(rng, d)
     return Case(label, (x,), meta={"d_model": d, "eps": eps, "weights": {"gamma": gamma, "beta": beta}})
 
 
@@ -53,10 +59,7 @@ def _module_manual(case: Case, *, eps_ignored: bool = False, **knobs: Any) -> An
 def _init_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [((2, 3, 6), None)] if not hidden else [((3, 5), None), ((2, 4, 9), 1e-3), ((1, 7, 1), None),
                                                     ((2, 2, 64), 0.5)]
-    cases = [_module_case(rng, *shape, eps=eps) for shape, eps in specs]
-    for case in cases:  # no weights are copied in: the module keeps its own initial values
-        case.label = "a new " + case.label
-    return cases
+    return [_module_case(rng, *shape, eps=eps, weights=False) for shape, eps in specs]
 
 
 def _init_expected(case: Case, *, shape: str = "d", dtype: str = "float32", kind: str = "parameter",
@@ -89,6 +92,18 @@ _MODULE_HINT = ("forward(x) is your layer_norm(x, self.gamma, self.beta, self.ep
                 "'train' differs, your module behaves differently in training mode. If your layer_norm fails its own "
                 "tests, fix it first.")
 
+
+def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    """LayerNorm(d_model) with d_model < 1: 0 (the boundary) and a small negative size, in a drawn order, and
+    (hidden) a large negative size; eps passed or not, drawn."""
+    sizes = [0, -int(rng.integers(1, 4))] + ([-int(rng.integers(10, 100))] if hidden else [])
+    cases = []
+    for d in rng.permutation(sizes).tolist():
+        eps = None if rng.random() < 0.4 else float(rng.choice([1e-6, 1e-4, 1e-3, 1e-2, 0.1]))
+        cases.append(Case(f"LayerNorm({d}{'' if eps is None else f', eps={eps:g}'})", meta={"d_model": d, "eps": eps}))
+    return cases
+
+
 register(
     __name__,
     Check(name="layer_norm_module", cases=_module_cases, expected=_module_oracle,
@@ -100,9 +115,7 @@ register(
           mistakes=[Mistake(hint, variant(_init_expected, **knobs)) for hint, knobs in _INIT_SLIPS],
           hint="A new LayerNorm(d_model) holds exactly two parameters, gamma = ones and beta = zeros, each an "
                "nn.Parameter of shape (d_model,) in float32, and no others."),
-    Check(name="layer_norm_module_errors",
-          cases=lambda rng, hidden: [Case(f"LayerNorm({d})", meta={"d_model": d, "eps": None})
-                                     for d in ([0] if not hidden else [0, -1, -64])],
+    Check(name="layer_norm_module_errors", cases=_error_cases,
           expected=lambda c: kit.raises("d_model must be at least 1"),
           hint="Check d_model first in __init__ and raise ValueError when it is smaller than 1 (a LayerNorm over "
                "no features has nothing to normalise)."),

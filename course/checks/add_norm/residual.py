@@ -13,12 +13,13 @@ from course.probing.calls.add_norm import TanhMLP
 
 from ..framework import Case, Check, Mistake, register
 from ..kit import describe, variant, randn
-from ._shared import _NOTES, _affine, _rows
+from ._shared import _NOTES, _affine, _rows, drawn_shape
 
 # ----------------------------------------------------- 6.3 residual wirings ---
 
 def _residual_case(rng: np.random.Generator, *shape: int, kind: str = "normal",
                    dtype: torch.dtype = torch.float32) -> Case:
+    shape = drawn_shape(rng, shape)  # sizes drawn around the spec's
     d = shape[-1]
     hidden_width = 2 * d + 1
     x = _rows(rng, *shape, kind=kind).to(dtype)
@@ -41,8 +42,8 @@ def _residual_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         ((2, 5, 10), {"dtype": torch.float64})]
     cases = [_residual_case(rng, *shape, **kw) for shape, kw in specs]
     if hidden:  # the contract takes any callables: plain functions too
-        x = randn(rng, 3, 4, 7)
-        norm = functools.partial(F.layer_norm, normalized_shape=(7,))
+        x = randn(rng, *drawn_shape(rng, (3, 4, 7)))
+        norm = functools.partial(F.layer_norm, normalized_shape=(x.shape[-1],))
         cases.append(Case(describe(x=x) + ", sub-layer: torch.sin, norm: F.layer_norm without gain and bias "
                                           "(plain functions, not modules)", (x, torch.sin, norm)))
     return cases
@@ -93,7 +94,7 @@ _PRE_SLIPS = {
     "norm on the branch": "Did you normalise the sub-layer's output instead of its input? Pre-LN is "
                           "x + sublayer(norm(x)).",
     "pre, then norm": "Did you normalise the sum as well? In a pre-LN block the residual stream is never "
-                      "normalised: return x + sublayer(norm(x)) (a pre-LN stack has one final LayerNorm, after its "
+                      "normalised: the block is x + sublayer(norm(x)) (a pre-LN stack has one final LayerNorm, after its "
                       "last block).",
 }
 

@@ -105,6 +105,45 @@ def twin_transformer(d_model: int, num_heads: int, n_enc: int, n_dec: int, d_ff:
 
 
 # ------------------------------------------------------------------ inputs ---
+# Every case's sizes are drawn around its spec's, so that no two seeds share a case, while what the spec is
+# there for stays: sizes of 1, odd sizes, a source longer, shorter than or as long as the target, heads
+# dividing d_model, one layer or several, dropout 0 or not.
+
+def grown(rng: np.random.Generator, n: int, most: int = 4) -> int:
+    """n plus an even offset drawn from 0..most (an odd size stays odd); sizes 0 and 1, edge cases, stay."""
+    return n if n <= 1 else n + 2 * int(rng.integers(0, most // 2 + 1))
+
+
+def drawn_p(rng: np.random.Generator, p: float | None) -> float | None:
+    """A dropout probability moved by -0.05, 0 or 0.05 (drawn); None (not passed) and 0 stay."""
+    return p if not p else round(p + float(rng.choice([-0.05, 0.0, 0.05])), 2)
+
+
+def drawn(rng: np.random.Generator, spec: dict, most: int = 4) -> dict:
+    """A spec's sizes drawn: the batch `b` `grown`; the target and source lengths `nt`, `ns` grown by one drawn
+    offset (so that their order, and their equality, stay; a length of one stays one); the layer counts `n`,
+    `ne`, `nd` (one stays one) up by 0 or 1; d_model `d` as `h` heads of a grown width; `ff` grown; `p` and
+    `dropout` as `drawn_p`; other entries as they are. `most`: the largest offset."""
+    out = dict(spec)
+    if "b" in spec:
+        out["b"] = grown(rng, spec["b"], most)
+    offset = 2 * int(rng.integers(0, most // 2 + 1))
+    for key in ("nt", "ns"):
+        if spec.get(key) is not None and spec[key] > 1:
+            out[key] = spec[key] + offset
+    for key in ("n", "ne", "nd"):
+        if key in spec and spec[key] > 1:
+            out[key] = spec[key] + int(rng.integers(0, 2))
+    if "d" in spec:
+        h = spec.get("h", 1)
+        out["d"] = h * grown(rng, spec["d"] // h, most)
+    if "ff" in spec:
+        out["ff"] = grown(rng, spec["ff"], most)
+    for key in ("p", "dropout"):
+        if key in spec:
+            out[key] = drawn_p(rng, spec[key])
+    return out
+
 
 def lengths_for(rng: np.random.Generator, batch: int, n: int) -> list[int]:
     """>= 1 real token each; the first sequence padded (when n > 1), the second not."""

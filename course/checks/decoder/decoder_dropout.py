@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn
-from ._shared import SkeletonLayer, lengths_for, weights_for
+from ._shared import SkeletonLayer, drawn, lengths_for, weights_for
 
 _SITES = ("self", "cross", "hidden", "ffn")
 
@@ -24,7 +24,8 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(2, 4, 5, 8, 2, 16, 0.5, True)] if not hidden else [
         (2, 5, 3, 8, 2, 16, 0.3, True), (3, 3, 6, 12, 3, 20, 0.5, True), (2, 4, None, 8, 2, 16, 0.4, False)]
     cases = []
-    for b, nt, ns, d, h, ff, p, cross in specs:
+    for *spec, cross in specs:  # the sizes and p drawn around the spec's
+        b, nt, ns, d, h, ff, p = drawn(rng, dict(zip(("b", "nt", "ns", "d", "h", "ff", "p"), spec))).values()
         kw: dict[str, Any] = {"x": randn(rng, b, nt, d), "tgt_mask": kit.causal_mask(nt)}
         if cross:
             kw["memory"] = randn(rng, b, ns, d)

@@ -16,6 +16,7 @@ from ..kit import randn
 from ..twins import torch_attn_mask
 from ._shared import (
     SkeletonLayer,
+    drawn,
     layer64,
     lengths_for,
     loaded64,
@@ -28,8 +29,11 @@ def layer_case(rng: np.random.Generator, *, b: int, nt: int, ns: int | None = No
                cross: bool = True, tgt: str = "causal+padding", mem: str | None = "padding",
                memory_given: bool | None = None) -> Case:
     """DecoderLayer(d, h, ff, cross_attention=cross); kwargs: what forward gets. tgt: 'causal' (n_tgt, n_tgt),
-    'causal+padding' (batch, n_tgt, n_tgt) or 'none'; mem: 'padding' (batch, 1, n_src) or None."""
+    'causal+padding' (batch, n_tgt, n_tgt) or 'none'; mem: 'padding' (batch, 1, n_src) or None. The sizes are
+    `drawn` around the given ones (n_src = n_tgt where ns is None)."""
     memory_given = cross if memory_given is None else memory_given
+    s = drawn(rng, {"b": b, "nt": nt, "ns": ns, "d": d, "h": h, "ff": ff})
+    b, nt, ns, d, ff = s["b"], s["nt"], s["ns"], s["d"], s["ff"]
     ns = nt if ns is None else ns
     weights = weights_for(SkeletonLayer(d, h, ff, cross), rng)
     kwargs: dict[str, Any] = {"x": randn(rng, b, nt, d)}
@@ -187,8 +191,13 @@ def _future(case: Case, **knobs: Any) -> Any:
 def _layout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(8, 2, 16, 0.0, True), (8, 2, 16, 0.0, False)] if not hidden else [
         (12, 3, 20, 0.1, True), (16, 4, 64, 0.0, False), (6, 1, 6, 0.25, True), (512, 8, 2048, 0.1, True)]
-    return [Case(f"a new DecoderLayer({d}, {h}, {ff}, dropout={p}, cross_attention={c})", (d, h, ff),
-                 {"dropout": p, "cross_attention": c}) for d, h, ff, p, c in specs]
+    cases = []
+    for d, h, ff, p, c in specs:
+        s = drawn(rng, {"d": d, "h": h, "ff": ff, "p": p}, most=8)
+        d, ff, p = s["d"], s["ff"], s["p"]
+        cases.append(Case(f"a new DecoderLayer({d}, {h}, {ff}, dropout={p}, cross_attention={c})", (d, h, ff),
+                          {"dropout": p, "cross_attention": c}))
+    return cases
 
 
 def _layout(case: Case, drop: tuple[str, ...] = (), detached: bool = True) -> dict:

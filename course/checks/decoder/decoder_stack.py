@@ -17,6 +17,7 @@ from ..twins import torch_attn_mask
 from ._shared import (
     SkeletonDecoder,
     decoder64,
+    drawn,
     lengths_for,
     loaded64,
     numeric,
@@ -26,6 +27,8 @@ from ._shared import (
 
 def _case(rng: np.random.Generator, *, n: int, b: int, nt: int, ns: int | None = None, d: int, h: int, ff: int,
           cross: bool = True, pad: bool = True) -> Case:
+    s = drawn(rng, {"n": n, "b": b, "nt": nt, "ns": ns, "d": d, "h": h, "ff": ff})  # sizes drawn around the spec's
+    n, b, nt, ns, d, ff = s["n"], s["b"], s["nt"], s["ns"], s["d"], s["ff"]
     ns = nt if ns is None else ns
     weights = weights_for(SkeletonDecoder(n, d, h, ff, cross), rng)
     kwargs: dict[str, Any] = {"x": randn(rng, b, nt, d)}
@@ -94,9 +97,14 @@ def _layout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(2, 8, 2, 16, True, None), (3, 8, 2, 16, False, None), (2, 8, 2, 16, True, 0.1)] if not hidden else [
         (1, 12, 3, 20, True, None), (4, 8, 4, 8, True, None), (6, 16, 2, 32, False, None), (2, 6, 1, 6, True, None),
         (3, 8, 2, 16, True, 0.3), (2, 8, 2, 16, False, 0.2)]
-    return [Case(f"a new Decoder({n}, {d}, {h}, {ff}" + ("" if p is None else f", dropout={p}") +
-                 f", cross_attention={c})", (n, d, h, ff), {"cross_attention": c} | ({} if p is None else {"dropout": p}))
-            for n, d, h, ff, c, p in specs]
+    cases = []
+    for n, d, h, ff, c, p in specs:
+        s = drawn(rng, {"n": n, "d": d, "h": h, "ff": ff, "p": p}, most=8)
+        n, d, ff, p = s["n"], s["d"], s["ff"], s["p"]
+        cases.append(Case(f"a new Decoder({n}, {d}, {h}, {ff}" + ("" if p is None else f", dropout={p}") +
+                          f", cross_attention={c})", (n, d, h, ff),
+                          {"cross_attention": c} | ({} if p is None else {"dropout": p})))
+    return cases
 
 
 def _layout(case: Case, shared: bool = False, norm: bool = True, dropout_passed: bool = True) -> Any:

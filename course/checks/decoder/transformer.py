@@ -17,6 +17,7 @@ from ..twins import torch_attn_mask
 from ._shared import (
     SkeletonTransformer,
     decoder64,
+    drawn,
     lengths_for,
     loaded64,
     numeric,
@@ -28,7 +29,10 @@ def _case(rng: np.random.Generator, *, b: int, ns: int, nt: int, d: int, h: int,
           masks: str = "padding") -> Case:
     """masks: 'padding' (source padding as src_mask and memory_mask (batch, 1, n_src); causal + target
     padding as tgt_mask), 'causal' (tgt_mask (n_tgt, n_tgt) only), 'src only' / 'memory only' (as 'padding'
-    with memory_mask / src_mask left out: a default must not be borrowed from the other)."""
+    with memory_mask / src_mask left out: a default must not be borrowed from the other). The sizes are `drawn`
+    around the given ones."""
+    s = drawn(rng, {"b": b, "ns": ns, "nt": nt, "d": d, "h": h, "ne": ne, "nd": nd, "ff": ff})
+    b, ns, nt, d, ne, nd, ff = (s[k] for k in ("b", "ns", "nt", "d", "ne", "nd", "ff"))
     weights = weights_for(SkeletonTransformer(d, h, ne, nd, ff), rng)
     kwargs: dict[str, Any] = {"src": randn(rng, b, ns, d), "tgt": randn(rng, b, nt, d)}
     if masks != "causal":

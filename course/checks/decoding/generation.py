@@ -28,7 +28,8 @@ def _gen_case(rng: np.random.Generator, batch: int, t0: int, max_new: int, stops
     ends = ", ".join("never" if s is None else f"after {s + 1} new" for s in stops)
     label = (f"prompt ({batch}, {t0}), max_new_tokens={max_new}, rows end {ends}, " +
              ", ".join(f"{k}={v}" for k, v in kw.items()))
-    return Case(label, (model, prompt, max_new), kw, meta={"seed": int(rng.integers(2**31))})
+    seed = int(rng.integers(2**31))  # the sampling generator's (greedy cases pass none)
+    return Case(label, (model, prompt, max_new), kw, meta={"seed": seed} if kw.get("temperature", 0.0) > 0 else {})
 
 
 def _gen_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -52,7 +53,7 @@ def _generate(case: Case, *, eos_ignored: bool = False, grow: bool = False, extr
     if max_new < 0:
         return raises("max_new_tokens must be >= 0")
     eos, pad, t = kw["eos"], kw.get("pad", 0), kw.get("temperature", 0.0)
-    gen = torch.Generator().manual_seed(case.meta["seed"])
+    gen = torch.Generator().manual_seed(case.meta["seed"]) if t > 0 else None
     seq = prompt.clone()
     done = [False] * len(prompt)
     for _ in range(max_new + extra):
@@ -105,6 +106,27 @@ _HAND = {"miss": (_greedy_miss, "a hand-built model where the likelier first tok
                               "live one")}
 
 
+def _relabelled(rng: np.random.Generator, model: DictLM) -> tuple[DictLM, torch.Tensor, int]:
+    """A hand-built model (bos=1, eos=2, A=3, B=4 over 5 ids) under ids drawn from the seed: a vocabulary
+    of 5 to 8 ids, eos < A < B kept in that order (so that ties between them break as designed), bos
+    anywhere else, and the prompt a few other tokens then bos. The probabilities are the same, so the
+    case still exposes what it was built for. Returns (model, prompt (1, t0), eos)."""
+    vocab = int(rng.integers(5, 9))
+    eos, a, b = (int(i) for i in np.sort(rng.choice(vocab, size=3, replace=False)))
+    others = [i for i in range(vocab) if i not in (eos, a, b)]
+    bos = int(rng.choice(others))
+    head = tuple(int(i) for i in rng.choice(others, size=int(rng.integers(0, 3))))
+    ids = {1: bos, 2: eos, 3: a, 4: b}
+    probs = {}
+    for key, row in model.probs.items():
+        new = [0.0] * vocab
+        for old, pr in enumerate(row):
+            if old in ids:
+                new[ids[old]] = pr
+        probs[head + tuple(ids[t] for t in key)] = new
+    return DictLM(vocab, probs), torch.tensor([[*head, bos]]), eos
+
+
 def _beam_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [("prefix", 6, 2, 2, 5, 0.0, -0.5), ("prefix", 6, 2, 1, 5, 0.0, 0.0), ("miss", 5, 1, 2, 4, 0.0, 0),
              ("long", 5, 1, 2, 4, 1.0, 0), ("prefix", 6, 2, 3, 4, 0.6, 0.5), ("shrink", 5, 1, 2, 3, 0.0, 0),
@@ -117,15 +139,15 @@ def _beam_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     cases = []
     for kind, vocab, t0, beam, max_new, alpha, bias in specs:
         if kind in _HAND:
-            model, prompt, what = _HAND[kind][0](), torch.tensor([[1]]), _HAND[kind][1]
+            (model, prompt, eos), what = _relabelled(rng, _HAND[kind][0]()), _HAND[kind][1]
         else:
-            model = PrefixLM(vocab, 2, int(rng.integers(2**31)), eos_bias=bias)
+            model, eos = PrefixLM(vocab, 2, int(rng.integers(2**31)), eos_bias=bias), 2
             prompt = torch.from_numpy(rng.integers(3, vocab, size=(2 if kind == "batch" else 1, t0))).long()
             what = f"a random model over {vocab} tokens"
         kw = {"length_penalty": alpha} if alpha or rng.random() < 0.5 else {}
-        label = (f"{what}, prompt {tuple(prompt.shape)}, beam_size={beam}, max_new_tokens={max_new}, eos=2" +
+        label = (f"{what}, prompt {tuple(prompt.shape)}, beam_size={beam}, max_new_tokens={max_new}, eos={eos}" +
                  "".join(f", {k}={v}" for k, v in kw.items()))
-        cases.append(Case(label, (model, prompt, beam, max_new, 2), kw))
+        cases.append(Case(label, (model, prompt, beam, max_new, eos), kw))
     return cases
 
 

@@ -42,10 +42,15 @@ def _attend(mha: torch.nn.Module, x: torch.Tensor, past: Any, *, mask: str = "ca
 # ----------------------------------------------------- cached_attention ---
 
 def _attn_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    # (batch, cached positions t, new positions n, d_model, heads): t = 0 (no cache), n = 1 (one step) and
+    # n > 1 (the mask among the new positions matters) in each set; the cache's and the step's lengths
+    # move with the seed within their kind
     specs = [(1, 3, 1, 8, 2), (2, 0, 3, 8, 2), (1, 2, 3, 4, 1)] if not hidden else [
         (2, 5, 1, 12, 3), (3, 0, 4, 8, 4), (1, 4, 2, 16, 2), (2, 6, 3, 8, 1), (1, 1, 1, 6, 3), (2, 3, 4, 10, 5)]
     cases = []
     for batch, t, n, d, h in specs:
+        t = t + int(rng.integers(0, 3)) if t else 0
+        n = n + int(rng.integers(0, 2)) if n > 1 else n
         torch.manual_seed(int(rng.integers(2**31)))
         mha = MultiHeadAttention(d, h)
         x = randn(rng, batch, t + n, d)
@@ -54,12 +59,16 @@ def _attn_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         label = (f"MultiHeadAttention({d}, {h}), {n} new position{'s' * (n > 1)}, " +
                  (f"a cache of {t} positions (k, v: {tuple(past[0].shape)})" if t else "no cache (past=None)") +
                  f", batch {batch}")
-        cases.append(Case(label, (mha, x[:, t:].clone(), past), meta={"x": x, "t": t}))
+        # the kernel gets the module, the new positions and the cache only; the earlier inputs the
+        # cache was made from stay on the trusted side, for the oracle's full forward pass
+        cases.append(Case(label, (mha, x[:, t:].clone(), past), aid={"earlier": x[:, :t].clone()}))
     return cases
 
 
 def _attn(case: Case) -> Any:
-    mha, x, t = case.args[0], case.meta["x"], case.meta["t"]
+    """The full causal forward pass over the earlier inputs and the new ones; its last n rows."""
+    mha, new, earlier = case.args[0], case.args[1], case.aid["earlier"]
+    x, t = torch.cat([earlier, new], dim=1), earlier.shape[1]
     with torch.no_grad():
         out = mha(x, mask=causal_mask(x.shape[1]))[0][:, t:]
         return out, _kv(mha, x)
@@ -73,17 +82,21 @@ def _attn_slip(case: Case, **knobs: Any) -> Any:
 # ---------------------------------------------------------- decode_step ---
 
 def _step_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    # (batch, cached positions t, new tokens n), as for cached_attention
     specs = [(2, 4, 1), (1, 0, 5), (2, 3, 2)] if not hidden else [
         (3, 6, 1), (2, 0, 7), (1, 9, 3), (2, 1, 1), (4, 5, 2)]
     cases = []
     for batch, t, n in specs:
+        t = t + int(rng.integers(0, 3)) if t else 0
+        n = n + int(rng.integers(0, 2)) if n > 1 else n
         torch.manual_seed(int(rng.integers(2**31)))
         model = ToyLM(LM_VOCAB, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
         ids = torch.from_numpy(rng.integers(0, LM_VOCAB.size, size=(batch, t + n))).long()
         cache = _full(model, ids[:, :t])[1] if t else None
         label = (f"ToyLM(d_model=16, 2 heads, 2 layers), {n} new token{'s' * (n > 1)}, " +
                  (f"a cache of {t} positions" if t else "no cache") + f", batch {batch}")
-        cases.append(Case(label, (model, ids[:, t:].clone(), cache), meta={"ids": ids, "t": t}))
+        # the kernel gets the model, the new tokens and the cache only; the earlier tokens stay here
+        cases.append(Case(label, (model, ids[:, t:].clone(), cache), aid={"earlier": ids[:, :t].clone()}))
     return cases
 
 
@@ -99,8 +112,10 @@ def _full(model: ToyLM, ids: torch.Tensor) -> tuple[torch.Tensor, list]:
 
 
 def _step(case: Case) -> Any:
-    logits, cache = _full(case.args[0], case.meta["ids"])
-    return logits[:, case.meta["t"]:], cache
+    """The full forward pass over the earlier tokens and the new ones; the logits of the last n."""
+    earlier = case.aid["earlier"]
+    logits, cache = _full(case.args[0], torch.cat([earlier, case.args[1]], dim=1))
+    return logits[:, earlier.shape[1]:], cache
 
 
 def _step_slip(case: Case, *, positions: str = "offset", **knobs: Any) -> Any:

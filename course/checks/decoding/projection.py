@@ -50,9 +50,21 @@ def _tied(case: Case, *, copied: bool = False) -> dict:
 
 
 def _new_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(4, 7, None)] if not hidden else [(8, 5, None), (1, 3, None), (6, 9, (9, 5)), (4, 6, (4, 6))]
-    return [Case(f"a new OutputProjection({d}, {v})" + (f" tied to an Embedding{bad}" if bad else ""),
-                 meta={"d_model": d, "vocab": v, "bad": bad}) for d, v, bad in specs]
+    # "new": a plain module ("d_model 1": of width 1); "d wrong": tied to an Embedding(vocab, d') with
+    # d' != d_model; "transposed": to an Embedding(d_model, vocab) (d_model != vocab), the weight's shape
+    # read the wrong way round. Sizes drawn from the seed.
+    kinds = ["new"] if not hidden else ["new", "d_model 1", "d wrong", "transposed"]
+    cases = []
+    for kind in kinds:
+        d, v = (int(i) for i in rng.choice(np.arange(2, 13), size=2, replace=False))
+        d, bad = (1 if kind == "d_model 1" else d), None
+        if kind == "d wrong":
+            bad = (v, int(rng.choice([i for i in range(1, 13) if i != d])))
+        elif kind == "transposed":
+            bad = (d, v)
+        cases.append(Case(f"a new OutputProjection({d}, {v})" + (f" tied to an Embedding{bad}" if bad else ""),
+                          meta={"d_model": d, "vocab": v, "bad": bad}))
+    return cases
 
 
 def _new_expected(case: Case) -> Any:

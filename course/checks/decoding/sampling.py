@@ -88,7 +88,8 @@ def _on_boundary(rng: np.random.Generator, shape: tuple[int, ...], dtype: torch.
 
 
 def _boundary(case: Case) -> bool:
-    return bool(case.meta.get("boundary"))
+    """A case whose p is exactly a running sum (the trusted side's note: the kernel is not told)."""
+    return bool(case.aid.get("boundary"))
 
 
 def _topp_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -119,7 +120,7 @@ def _topp_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                                                                      ((12,), torch.float32), ((1, 8), torch.float64)]:
         x, p = _on_boundary(rng, shape, dtype)
         cases.append(Case(describe(logits=x) + f", p={p!r}: exactly a running sum of the first row's sorted "
-                          "probabilities", (x, p), meta={"boundary": True}))
+                          "probabilities", (x, p), aid={"boundary": True}))
     return cases
 
 

@@ -64,6 +64,59 @@ def encoder_weights(rng: np.random.Generator, num_layers: int, d_model: int, num
 
 
 # ------------------------------------------------------------ inputs ---
+# Every case's sizes are drawn around its spec's, so that no two seeds share a case, while what the spec is
+# there for stays: sizes of 1, odd sizes, d_ff below, equal to or a multiple of d_model, heads dividing d_model,
+# one layer or several, dropout 0 or not.
+
+def grown(rng: np.random.Generator, n: int, most: int = 4) -> int:
+    """n plus an even offset drawn from 0..most (an odd size stays odd); sizes 0 and 1, edge cases, stay."""
+    return n if n <= 1 else n + 2 * int(rng.integers(0, most // 2 + 1))
+
+
+def drawn_shape(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(grown(rng, n) for n in shape)
+
+
+def drawn_d_ff(rng: np.random.Generator, d: int, new_d: int, d_ff: int, most: int = 4) -> int:
+    """d_ff for a d_model drawn as `new_d` in place of `d` (both of the same parity): the same multiple of it
+    where d_ff is one (d_ff = d, 4 d, ...), still below it where it was below, still above it where it was above."""
+    if d_ff % d == 0:
+        return new_d * (d_ff // d)
+    if d_ff < d:
+        return d_ff if d_ff <= 1 else d_ff + 2 * int(rng.integers(0, (new_d - d) // 2 + 1))
+    return grown(rng, d_ff + new_d - d, most)
+
+
+def drawn_ffn(rng: np.random.Generator, shape: tuple[int, ...], d_ff: int) -> tuple[tuple[int, ...], int]:
+    """x's shape (..., d_model) and d_ff drawn around a spec's."""
+    new = drawn_shape(rng, shape)
+    return new, drawn_d_ff(rng, shape[-1], new[-1], d_ff)
+
+
+def drawn_p(rng: np.random.Generator, p: float | None) -> float | None:
+    """A dropout probability moved by -0.05, 0 or 0.05 (drawn); None (not passed) and 0 stay."""
+    return p if not p else round(p + float(rng.choice([-0.05, 0.0, 0.05])), 2)
+
+
+def drawn(rng: np.random.Generator, spec: dict, most: int = 4) -> dict:
+    """A spec's sizes drawn: batch `b`, sequence `n` and layers `N` (one stays one), d_model `d` as `h` heads of a
+    `grown` width, `d_ff` as `drawn_d_ff`, `dropout` as `drawn_p`; other entries as they are. `most`: the
+    largest offset (wider for a new module's parameters, which cost nothing to compute)."""
+    out = dict(spec)
+    for key in ("b", "n"):
+        if key in spec:
+            out[key] = grown(rng, spec[key], most)
+    if "N" in spec:
+        out["N"] = spec["N"] if spec["N"] <= 1 else spec["N"] + int(rng.integers(0, 2))
+    if "d" in spec:
+        h = spec.get("h", 1)
+        out["d"] = h * grown(rng, spec["d"] // h, most)
+        if "d_ff" in spec:
+            out["d_ff"] = drawn_d_ff(rng, spec["d"], out["d"], spec["d_ff"], most)
+    if "dropout" in spec:
+        out["dropout"] = drawn_p(rng, spec["dropout"])
+    return out
+
 
 def make_mask(rng: np.random.Generator, kind: str | None, b: int, n: int) -> torch.Tensor | None:
     """An additive mask broadcastable to (b, n, n): padding (b, 1, n) with the first sequence
@@ -78,6 +131,13 @@ def make_mask(rng: np.random.Generator, kind: str | None, b: int, n: int) -> tor
     if kind == "causal":
         return kit.causal_mask(n)
     return torch.from_numpy(rng.uniform(-3, 0, size=(b, n, n)).astype(np.float32))
+
+
+def mask_kind(mask: torch.Tensor | None) -> str | None:
+    """What `make_mask` made, read off its shape: 'padding' (batch, 1, seq), 'causal' (seq, seq) or 'full'."""
+    if mask is None:
+        return None
+    return "causal" if mask.dim() == 2 else "padding" if mask.shape[1] == 1 else "full"
 
 
 def mask_label(kind: str | None) -> str:
@@ -103,15 +163,14 @@ def twin_encoder(num_layers: int, d_model: int, num_heads: int, d_ff: int,
     return load_twin(twin, weights)
 
 
-def run_twin(twin: nn.Module, x: torch.Tensor, mask: torch.Tensor | None, kind: str | None,
-             num_heads: int) -> torch.Tensor:
-    """The twin on x in float64, cast back to float32. A padding mask goes in as PyTorch's
+def run_twin(twin: nn.Module, x: torch.Tensor, mask: torch.Tensor | None, num_heads: int) -> torch.Tensor:
+    """The twin on x in float64, cast back to float32. A padding mask (`mask_kind`) goes in as PyTorch's
     boolean ``src_key_padding_mask`` (True = padding), any other mask as a float additive mask.
     Gradients stay on, which keeps PyTorch off its fused inference path: the plain path is the
     one documented."""
     b, n = x.shape[0], x.shape[1]
     kwargs: dict[str, Any] = {}
-    if kind == "padding":
+    if mask_kind(mask) == "padding":
         kwargs["src_key_padding_mask"] = torch.isinf(mask[:, 0, :])
     elif mask is not None:
         kwargs["mask" if isinstance(twin, nn.TransformerEncoder) else "src_mask"] = torch_attn_mask(mask, b, num_heads, n, n)

@@ -19,6 +19,7 @@ from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
 from ..twins import torch_attn_mask
 from ._shared import (
+    drawn,
     encoder_weights,
     layer_table,
     make_mask,
@@ -30,11 +31,14 @@ from ._shared import (
 
 def _case(rng: np.random.Generator, *, N: int, b: int, n: int, d: int, h: int, d_ff: int,
           mask: str | None = None) -> Case:
+    """A case like the spec, its sizes `drawn` around the spec's."""
+    s = drawn(rng, dict(N=N, b=b, n=n, d=d, h=h, d_ff=d_ff))
+    N, b, n, d, d_ff = s["N"], s["b"], s["n"], s["d"], s["d_ff"]
     x = randn(rng, b, n, d)
     m = make_mask(rng, mask, b, n)
     perm = torch.from_numpy(rng.permutation(n))
     label = f"Encoder({N}, {d}, {h}, {d_ff}), x {kit.shape_of(x)}{mask_label(mask)}, and the same with positions permuted"
-    meta = {"init": (N, d, h, d_ff), "kind": mask, "perm": perm, "weights": encoder_weights(rng, N, d, h, d_ff)}
+    meta = {"init": (N, d, h, d_ff), "perm": perm, "weights": encoder_weights(rng, N, d, h, d_ff)}
     return Case(label, (x,), {} if m is None else {"mask": m}, meta=meta)
 
 
@@ -53,7 +57,8 @@ def _twin(case: Case) -> nn.TransformerEncoder:
 def _torch_encoder(case: Case) -> Any:
     """nn.TransformerEncoder (pre-LN layers, a final nn.LayerNorm), float64, the weights copied in;
     on the permuted positions, its output permuted."""
-    out = run_twin(_twin(case), case.args[0], case.kwargs.get("mask"), case.meta["kind"], case.meta["init"][2])
+    mask = case.kwargs.get("mask")
+    out = run_twin(_twin(case), case.args[0], mask, case.meta["init"][2])
     return kit.both_modes({OUT: out, PERM: out[:, case.meta["perm"]]})
 
 
@@ -104,9 +109,13 @@ _MISTAKES = [
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(2, 8, 2, 32, None), (3, 6, 3, 10, 0.1)] if not hidden else [
         (1, 16, 4, 64, None), (4, 12, 3, 7, 0.2), (6, 64, 8, 256, 0.1), (2, 4, 1, 16, 0.3)]
-    return [Case(f"a new Encoder({N}, {d}, {h}, {f}" + ("" if p is None else f", dropout={p}") + ")",
-                 meta={"init": (N, d, h, f), "dropout": p, "x": [randn(rng, 1, n, d) for n in (3, 11)]})
-            for N, d, h, f, p in specs]
+    cases = []
+    for N, d, h, f, p in specs:
+        s = drawn(rng, dict(N=N, d=d, h=h, d_ff=f, dropout=p), most=8)
+        N, d, f, p = s["N"], s["d"], s["d_ff"], s["dropout"]
+        cases.append(Case(f"a new Encoder({N}, {d}, {h}, {f}" + ("" if p is None else f", dropout={p}") + ")",
+                          meta={"init": (N, d, h, f), "dropout": p, "x": [randn(rng, 1, n, d) for n in (3, 11)]}))
+    return cases
 
 
 def _layers(case: Case, *, shared: bool = False, final_norm: bool = True, p: bool = True) -> dict:

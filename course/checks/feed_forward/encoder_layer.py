@@ -19,6 +19,7 @@ from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
 from ..twins import torch_attn_mask
 from ._shared import (
+    drawn,
     layer_table,
     layer_weights,
     make_mask,
@@ -30,11 +31,14 @@ from ._shared import (
 
 def _case(rng: np.random.Generator, *, b: int, n: int, d: int, h: int, d_ff: int, mask: str | None = None,
           dropout: float | None = None) -> Case:
+    """A case like the spec, its sizes and dropout `drawn` around the spec's."""
+    s = drawn(rng, dict(b=b, n=n, d=d, h=h, d_ff=d_ff, dropout=dropout))
+    b, n, d, d_ff, dropout = s["b"], s["n"], s["d"], s["d_ff"], s["dropout"]
     x = randn(rng, b, n, d)
     m = make_mask(rng, mask, b, n)
     extra = "" if dropout is None else f", dropout={dropout}"
     label = f"EncoderLayer({d}, {h}, {d_ff}{extra}), x {kit.shape_of(x)}{mask_label(mask)}"
-    meta = {"init": (d, h, d_ff), "dropout": dropout, "kind": mask, "weights": layer_weights(rng, d, h, d_ff)}
+    meta = {"init": (d, h, d_ff), "dropout": dropout, "weights": layer_weights(rng, d, h, d_ff)}
     return Case(label, (x,), {} if m is None else {"mask": m}, meta=meta)
 
 
@@ -45,7 +49,7 @@ def _twin(case: Case, dtype: torch.dtype = torch.float64) -> nn.TransformerEncod
 def _torch_layer(case: Case) -> Any:
     """nn.TransformerEncoderLayer(norm_first=True, batch_first=True) in float64, the weights copied in."""
     x, mask = case.args[0], case.kwargs.get("mask")
-    return kit.both_modes(run_twin(_twin(case), x, mask, case.meta["kind"], case.meta["init"][1]))
+    return kit.both_modes(run_twin(_twin(case), x, mask, case.meta["init"][1]))
 
 
 # ------------------------------------------------------------ forward ---
@@ -121,8 +125,13 @@ _HINT = ("forward(x, mask=None) = pre-LN: h = norm1(x); x = x + dropout(self_att
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(8, 2, 32, None), (6, 3, 10, 0.1)] if not hidden else [
         (16, 4, 64, None), (12, 3, 7, 0.2), (512, 8, 2048, 0.1), (4, 1, 16, 0.3)]
-    return [Case(f"a new EncoderLayer({d}, {h}, {f}" + ("" if p is None else f", dropout={p}") + ")",
-                 meta={"init": (d, h, f), "dropout": p}) for d, h, f, p in specs]
+    cases = []
+    for d, h, f, p in specs:
+        s = drawn(rng, dict(d=d, h=h, d_ff=f, dropout=p), most=8)
+        d, f, p = s["d"], s["d_ff"], s["dropout"]
+        cases.append(Case(f"a new EncoderLayer({d}, {h}, {f}" + ("" if p is None else f", dropout={p}") + ")",
+                          meta={"init": (d, h, f), "dropout": p}))
+    return cases
 
 
 def _layers(case: Case, *, hidden: str = "d_ff", norm2: bool = True, ffn_p: bool = True) -> dict:

@@ -14,7 +14,7 @@ from course.probing.calls.feed_forward import COUNT, FFN_P, PARAMS
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, unless, variant
-from ._shared import ACTIVATIONS, ffn64, ffn_weights
+from ._shared import ACTIVATIONS, drawn_d_ff, drawn_ffn, drawn_p, ffn64, ffn_weights, grown
 
 
 def _title(d: int, d_ff: int, dropout: float | None = None, activation: str | None = None) -> str:
@@ -24,6 +24,8 @@ def _title(d: int, d_ff: int, dropout: float | None = None, activation: str | No
 
 def _ffn_case(rng: np.random.Generator, shape: tuple[int, ...], d_ff: int, activation: str | None = None,
               dropout: float | None = None, scale: float = 1.0) -> Case:
+    """A case like the spec: x's shape, d_ff and dropout drawn around the spec's."""
+    (shape, d_ff), dropout = drawn_ffn(rng, shape, d_ff), drawn_p(rng, dropout)
     d = shape[-1]
     x = scale * randn(rng, *shape)
     meta = {"d_model": d, "d_ff": d_ff, "activation": activation, "dropout": dropout,
@@ -72,8 +74,13 @@ def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(8, 32, None, None), (6, 10, 0.1, "gelu")] if not hidden else [
         (16, 64, None, None), (5, 3, 0.2, None), (12, 48, 0.0, "relu"), (1, 4, None, "gelu"), (512, 2048, 0.1, None),
         (7, 7, 0.5, "gelu")]
-    return [Case("a new " + _title(d, d_ff, p, act), meta={"d_model": d, "d_ff": d_ff, "dropout": p,
-                                                           "activation": act}) for d, d_ff, p, act in specs]
+    cases = []
+    for d, d_ff, p, act in specs:
+        new_d = grown(rng, d, most=8)
+        d_ff, p = drawn_d_ff(rng, d, new_d, d_ff, most=8), drawn_p(rng, p)
+        cases.append(Case("a new " + _title(new_d, d_ff, p, act), meta={"d_model": new_d, "d_ff": d_ff, "dropout": p,
+                                                                          "activation": act}))
+    return cases
 
 
 def _layers(case: Case, *, hidden: str = "d_ff", bias: bool = True, p: str = "given") -> dict:
@@ -135,6 +142,27 @@ _DROPOUT_MISTAKES = [
             "linear2(dropout(act(linear1(x)))).", variant(_dropped, where="input")),
 ]
 
+# ------------------------------------------------------------- errors ---
+
+_UNKNOWN = (("tanh", "sigmoid", "elu", "softplus"),   # other activations
+            ("silu", "swish", "mish"),                 # the gated variants' activations
+            ("gelu_tanh", "gelu-tanh", "gelu_new"),    # GELU's approximation, under names that contain 'gelu'
+            ("swiglu", "geglu", "reglu"))              # gated units, not activations
+
+
+def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    """A new FeedForward with an unknown activation: one of other activations (visible); one of each kind, in a
+    drawn order (hidden); d_model and d_ff drawn."""
+    names = [str(rng.choice(_UNKNOWN[0]))] if not hidden else [str(rng.choice(k)) for k in _UNKNOWN]
+    cases = []
+    for i in rng.permutation(len(names)):
+        d = int(rng.integers(2, 17))
+        d_ff = 4 * d if rng.random() < 0.5 else int(rng.integers(1, 65))
+        cases.append(Case("a new " + _title(d, d_ff, None, names[i]),
+                          meta={"d_model": d, "d_ff": d_ff, "activation": names[i]}))
+    return cases
+
+
 _HINT = ("forward(x) = linear2(dropout(act(linear1(x)))) with act ReLU (activation='relu', the default) or the exact "
          "GELU (activation='gelu'), for x of any shape (..., d_model), returning float32 of the same shape and "
          "leaving x unchanged. With dropout=0 training and eval mode must agree: if only key 'train' differs, your "
@@ -150,10 +178,7 @@ register(
           hint="Use self.dropout = nn.Dropout(dropout) once, on the hidden activations: "
                "linear2(self.dropout(act(linear1(x)))). The tests seed PyTorch (torch.manual_seed(0)) before each "
                "forward pass, so your dropout draws the same mask as theirs."),
-    Check(name="ffn_errors",
-          cases=lambda rng, hidden: [Case("a new " + _title(8, 32, None, a), meta={"d_model": 8, "d_ff": 32,
-                                                                                   "activation": a})
-                                     for a in (["tanh"] if not hidden else ["tanh", "silu", "gelu_tanh", "swiglu"])],
+    Check(name="ffn_errors", cases=_error_cases,
           expected=lambda case: kit.raises(f"unknown activation {case.meta['activation']!r}: use 'relu' or 'gelu'"),
           hint="In __init__, raise ValueError when activation is neither 'relu' nor 'gelu'."),
 )

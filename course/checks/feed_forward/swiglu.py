@@ -14,6 +14,7 @@ from course.probing.calls.feed_forward import COUNT, PARAMS
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
+from ._shared import drawn_d_ff, drawn_ffn, grown
 
 _ACTS = {"silu": F.silu, "sigmoid": torch.sigmoid, "relu": F.relu, "gelu": F.gelu, "none": lambda t: t}
 _NAMES = ("w_gate", "w_up", "w_down")
@@ -25,6 +26,8 @@ def _weights(rng: np.random.Generator, d: int, d_ff: int) -> dict[str, torch.Ten
 
 
 def _case(rng: np.random.Generator, shape: tuple[int, ...], d_ff: int) -> Case:
+    """A case like the spec: x's shape and d_ff drawn around the spec's."""
+    shape, d_ff = drawn_ffn(rng, shape, d_ff)
     d = shape[-1]
     x = 2.0 * randn(rng, *shape)
     return Case(f"SwiGLUFeedForward({d}, {d_ff}), x {kit.shape_of(x)}", (x,),
@@ -74,7 +77,12 @@ _MISTAKES = [
 
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(8, 16), (6, 4)] if not hidden else [(16, 40), (5, 3), (512, 1365), (1, 2)]
-    return [Case(f"a new SwiGLUFeedForward({d}, {f})", meta={"d_model": d, "d_ff": f}) for d, f in specs]
+    cases = []
+    for d, f in specs:
+        new_d = grown(rng, d, most=8)
+        f = drawn_d_ff(rng, d, new_d, f, most=8)
+        cases.append(Case(f"a new SwiGLUFeedForward({new_d}, {f})", meta={"d_model": new_d, "d_ff": f}))
+    return cases
 
 
 def _layers(case: Case, *, bias: bool = False, hidden: str = "d_ff") -> dict:

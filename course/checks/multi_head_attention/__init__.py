@@ -18,10 +18,10 @@ Oracles:
   ``(batch, n_q, n_k)``); PyTorch gets it with the head axis inserted, as an
   ``attn_mask`` of shape ``(n_q, n_k)`` or ``(batch * num_heads, n_q, n_k)``.
   No dropout: the same answer in training and in eval mode.
-* `multi_head_from_heads`: the single heads themselves (chapter 4's reference
-  `AttentionHead`, run in float64): the concatenation of their outputs times
-  ``W_o``, and their weights stacked on a head axis; the loaded module is run
-  by `_mha64`.
+* `multi_head_from_heads`: the module's weights, once loaded, holding the
+  single heads' rows (chapter 4's reference `AttentionHead`) in head order and
+  ``W_o.T``; its parameter table unchanged, the heads left as they were, and
+  the module itself returned.
 
 Mistakes are `_split`, `_merge`, `_layers` and `_mha64` with knobs turned.
 """

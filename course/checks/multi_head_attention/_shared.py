@@ -56,6 +56,13 @@ _MERGES = {  # wrong layouts (batch, heads, seq, d_head) -> (batch, seq, d_model
 
 
 
+def _inputs(meta: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(query, key, value) of a forward case: its meta holds only what the call passes (the query, and the key
+    and the value where given); key defaults to query and value to key."""
+    key = meta.get("key", meta["query"])
+    return meta["query"], key, meta.get("value", key)
+
+
 def _mha64(case: Case, *, split: str = "right", merge: str = "right", scale_by: str = "d_head",
            w_o: bool = True, squeeze: bool = False, masked: bool = True, head_axis: bool = True,
            value_from: str = "value") -> Any:
@@ -67,11 +74,12 @@ def _mha64(case: Case, *, split: str = "right", merge: str = "right", scale_by: 
     (`value_from='key'`) a given value ignored because the key was not given."""
     (d_model, h), m, p = case.args, case.meta, case.meta["params"]
     d_head = d_model // h
-    if value_from == "query" and m["query"].shape[-1] != m["key"].shape[-1]:
+    query, key, value = _inputs(m)
+    if value_from == "query" and query.shape[-1] != key.shape[-1]:
         return NOT_APPLICABLE  # that code raises: W_v cannot take the query
-    value = m["query"] if value_from == "query" and m["call"] == "key only" else \
-        m["key"] if value_from == "key" and m["call"] == "value only" else m["value"]
-    x_q, x_k, x_v = m["query"].double(), m["key"].double(), value.double()
+    value = query if value_from == "query" and m["call"] == "key only" else \
+        key if value_from == "key" and m["call"] == "value only" else value
+    x_q, x_k, x_v = query.double(), key.double(), value.double()
     b, n_q = x_q.shape[0], x_q.shape[1]
 
     def bias(name: str) -> torch.Tensor:

@@ -16,7 +16,7 @@ from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import variant, randn
 from ..twins import torch_attn_mask
-from ._shared import _MERGES, _SPLITS, LAYERS, _mha64
+from ._shared import _MERGES, _SPLITS, LAYERS, _inputs, _mha64
 
 _MASK_SHAPES = {"causal": "(n_q, n_k)", "padding": "(batch, 1, n_k)", "random": "(n_q, n_k)",
                 "full": "(batch, n_q, n_k)"}
@@ -27,8 +27,8 @@ def _mha_case(rng: np.random.Generator, *, b: int, n_q: int, n_k: int | None = N
               call: str = "self") -> Case:
     """MultiHeadAttention(d_model, h, d_q_in=d_q, d_kv_in=d_kv, bias=bias); meta: the weights to copy
     in (scaled so that scores stay moderate: a saturated softmax would hide scaling bugs), the
-    inputs, the mask, and the forward `call`: 'self', 'key only' (value defaults to key), 'value only' (key
-    defaults to query, value given) or 'cross'."""
+    inputs the call passes (`_inputs`), the mask, and the forward `call`: 'self' (query only), 'key only'
+    (value defaults to key), 'value only' (key defaults to query, value given) or 'cross'."""
     n_k = n_q if call in ("self", "value only") else n_k
     label = (f"{'self' if call in ('self', 'value only') else 'cross'}-attention: batch {b}, {n_q} queries, {n_k} keys, d_model "
              f"{d_model}, {h} heads, d_q_in {d_q}, d_kv_in {d_kv}" + (f", {mask} mask {_MASK_SHAPES[mask]}" if mask
@@ -52,8 +52,10 @@ def _mha_case(rng: np.random.Generator, *, b: int, n_q: int, n_k: int | None = N
     elif mask in ("random", "full"):  # any additive float mask, (n_q, n_k) or (b, n_q, n_k), finite values
         shape = (n_q, n_k) if mask == "random" else (b, n_q, n_k)
         m = torch.from_numpy(rng.uniform(-3, 0, size=shape).astype(np.float32))
+    given = {"query": query} | ({"key": key} if call in ("key only", "cross") else {}) \
+        | ({"value": value} if call in ("value only", "cross") else {})
     return Case(label, (d_model, h), {"d_q_in": d_q, "d_kv_in": d_kv, "bias": bias},
-                meta={"params": params, "query": query, "key": key, "value": value, "mask": m, "call": call})
+                meta={"params": params, **given, "mask": m, "call": call})
 
 
 def _torch_mha(case: Case) -> Any:
@@ -76,7 +78,7 @@ def _torch_mha(case: Case) -> Any:
             ref.in_proj_bias.copy_(torch.cat([p[f"W_{c}.bias"] for c in "qkv"]))
             ref.out_proj.bias.copy_(p["W_o.bias"])
     ref.eval()
-    query, key, value = m["query"], m["key"], m["value"]
+    query, key, value = _inputs(m)
     b, n_q, n_k = query.shape[0], query.shape[1], key.shape[1]
     attn_mask = torch_attn_mask(m["mask"], b, h, n_q, n_k)
     with torch.no_grad():

@@ -14,9 +14,22 @@ from ._shared import LAYERS, _indivisible
 
 
 def _layer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    configs = [(8, 2, None, None, True), (8, 4, 5, 6, True), (6, 4, None, None, True)] if not hidden else \
-        [(16, 8, None, 10, True), (12, 3, 7, None, False), (8, 1, 3, 3, True), (512, 8, None, None, True),
-         (10, 4, None, None, True), (6, 12, None, None, True), (9, 2, 4, 4, False)]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    h1, h2, h3 = (int(rng.choice(c)) for c in ([2, 4], [2, 4], [3, 4, 5]))
+    d2 = h2 * draw(2, 3)
+    if not hidden:  # d_q_in odd, d_kv_in even and not d_model: every width differs
+        configs = [(h1 * draw(2, 4), h1, None, None, True), (d2, h2, 2 * draw(1, 4) + 1, d2 + 2 * draw(1, 3), True),
+                   (h3 * draw(1, 3) + draw(1, h3 - 1), h3, None, None, True)]  # indivisible
+    else:
+        d3, v1, v2 = draw(6, 10), draw(2, 5), draw(3, 6)
+        configs = [(8 * draw(2, 3), 8, None, draw(9, 12), True),  # only d_kv_in given
+                   (3 * draw(3, 5), 3, draw(5, 8), None, False),  # only d_q_in given, no bias
+                   (d3, 1, v1, v1, True),  # one head, d_q_in = d_kv_in
+                   (64 * draw(6, 9), int(rng.choice([8, 16])), None, None, True),  # a large d_model
+                   (4 * draw(2, 4) + draw(1, 3), 4, None, None, True),  # indivisible
+                   (d3, d3 + draw(1, 6), None, None, True),  # more heads than features
+                   (2 * draw(3, 6) + 1, 2, v2, v2, False)]  # indivisible, with input widths
     return [Case(f"MultiHeadAttention({d}, {h}, d_q_in={dq}, d_kv_in={dkv}, bias={bias})"
                  + (f" ({h} heads do not divide d_model = {d})" if d % h else ""),
                  (d, h), {"d_q_in": dq, "d_kv_in": dkv, "bias": bias}) for d, h, dq, dkv, bias in configs]

@@ -19,22 +19,22 @@ from ..kit import variant, randn
 from ._shared import LAYERS
 
 
-def _heads_case(rng: np.random.Generator, h: int, d_in: int, d_head: int, b: int, n_q: int, n_k: int) -> Case:
+def _heads_case(rng: np.random.Generator, h: int, d_in: int, d_head: int) -> Case:
     heads, d_model = [kit.build(AttentionHead, d_in, d_head) for _ in range(h)], h * d_head
     for head in heads:
         kit.load_weights(head, {f"{c}.weight": randn(rng, d_head, d_in) / math.sqrt(d_in) for c in LAYERS[:3]})
-    x = randn(rng, b, n_q, d_in)
-    context = x if n_k == n_q else randn(rng, b, n_k, d_in)
     return Case(f"{h} heads AttentionHead(d_in={d_in}, d_k={d_head}), W_o ({d_model}, {d_model}), "
-                f"mha = MultiHeadAttention({d_model}, {h}, d_q_in={d_in}, d_kv_in={d_in}, bias=False); "
-                f"run on x {(b, n_q, d_in)}, context {(b, n_k, d_in)}",
-                (kit.build(_Layers, d_model, h, d_in), heads, randn(rng, d_model, d_model) / math.sqrt(d_model)),
-                meta={"query": x, "key": context, "value": context})
+                f"mha = MultiHeadAttention({d_model}, {h}, d_q_in={d_in}, d_kv_in={d_in}, bias=False)",
+                (kit.build(_Layers, d_model, h, d_in), heads, randn(rng, d_model, d_model) / math.sqrt(d_model)))
 
 
 def _from_heads_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    configs = [(2, 3, 3, 2, 4, 4), (3, 5, 2, 2, 3, 5)] if not hidden else \
-        [(4, 4, 4, 2, 5, 5), (1, 6, 4, 2, 3, 3), (3, 7, 2, 3, 4, 6), (8, 5, 2, 1, 3, 2), (2, 8, 4, 2, 6, 4)]
+    def draw(low: int, high: int) -> int:  # an integer in [low, high]
+        return int(rng.integers(low, high + 1))
+    square, other = draw(2, 4), draw(3, 5)  # (h, d_in, d_head); d_in = d_head lets transposed heads fit
+    configs = [(draw(2, 3), square, square), (draw(2, 4), draw(4, 6), draw(2, 3))] if not hidden else \
+        [(draw(3, 4), other, other), (1, draw(5, 7), draw(3, 4)), (3, draw(6, 8), 2), (8, draw(4, 6), draw(1, 2)),
+         (2, draw(7, 9), 4)]
     return [_heads_case(rng, *c) for c in configs]
 
 

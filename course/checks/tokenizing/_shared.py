@@ -1,8 +1,10 @@
-"""What several exercises' checks share: hand-checked answers, the inputs (random words and texts, tokenizer
-cases), the mistakes of the three functions and of the two tokenizer classes, and the check factories."""
+"""What several exercises' checks share: hand-checked answers (their inputs relabelled from each seed by
+`_substitution`), the inputs (random words and texts, tokenizer cases), the mistakes of the three functions
+and of the two tokenizer classes, and the check factories."""
 
 from __future__ import annotations
 
+import string
 from typing import Any, Callable
 
 import numpy as np
@@ -17,16 +19,75 @@ _DUP = ([("a", "b"), ("ab", "c"), ("b", "c"), ("a", "bc")], "abc")  # "abc" is b
 
 def _by_hand(oracle: Callable[..., Any], *parts: dict) -> tuple[dict, ...]:
     """`parts` ({arguments: answer} of a check's visible cases, the same of more hidden ones), once the
-    oracle is seen to agree with every answer worked out on paper."""
+    oracle is seen to agree with every answer worked out on paper, and with that answer relabelled by a
+    few `_substitution`s (as the cases are drawn: the relabelling keeps what each case shows)."""
     assert all(_or_error(oracle, *args) == answer for part in parts for args, answer in part.items()), \
         "an oracle disagrees with the hand"
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        for args, answer in ((a, w) for part in parts for a, w in part.items() if isinstance(w, list)):
+            sub = _substitution(rng, args)
+            assert _or_error(oracle, *sub(args)) == sub(answer), "a relabelled case gives another answer"
     return parts
 
 
+#: the characters a non-ASCII character may become, by the length of its UTF-8 encoding
+_WIDE = {n: sorted(pool) for n, pool in ((2, "ßàáâãäåæçèéêëìíîïñòóôõöøùúûüýþÿαβγδλμπσωжзлмнфш"),
+                                         (3, "€←→∞♪アカサタナ中京人大天山川文日明月木本東水火犬猫語한글"),
+                                         (4, "𝔸𝕏🌍🌙🍀🍕🎉🐍🐢🙂🚀🦄🧩"))}
+
+
+def _strings(x: Any) -> list[str]:
+    if isinstance(x, str):
+        return [x]
+    return [s for v in x for s in _strings(v)] if isinstance(x, (list, tuple)) else []
+
+
+def _substitution(rng: np.random.Generator, items: Any) -> Callable[[Any], Any]:
+    """An rng-drawn relabelling of the characters in the strings of `items` (nested lists and tuples),
+    applied to any such structure: ASCII letters become other letters, in the same order, a letter's upper
+    and lower case becoming the same letter's (so ties to the greatest pair, sorted vocabularies, ids,
+    pretokenizing, equal and concatenated strings, ties ignoring case all come out as before, relabelled);
+    a non-ASCII character becomes another one of as many UTF-8 bytes, in order; other characters (spaces,
+    punctuation) stay. One-to-one, and never the identity when there are letters or non-ASCII characters."""
+    chars = set("".join(_strings(items)))
+    letters = sorted({c.lower() for c in chars if c in string.ascii_letters})
+    groups = [(letters, sorted(string.ascii_lowercase))] + [
+        (sorted(c for c in chars if ord(c) >= 128 and len(c.encode()) == n), pool) for n, pool in _WIDE.items()]
+    table: dict[str, str] = {}
+    can_move = any(0 < len(g) < len(pool) for g, pool in groups)
+    while can_move and all(table.get(c, c) == c for c in chars | set(letters)):
+        table = {c: t for g, pool in groups
+                 for c, t in zip(g, sorted(str(t) for t in rng.choice(pool, len(g), replace=False)))}
+    table |= {c.upper(): t.upper() for c, t in table.items() if c in letters}
+    trans = str.maketrans(table)
+
+    def sub(x: Any) -> Any:
+        if isinstance(x, str):
+            return x.translate(trans)
+        return type(x)(sub(v) for v in x) if isinstance(x, (list, tuple)) else x
+    return sub
+
+
 def _cases(make: Callable[..., Case], visible: Any, more: Any = (),
-           draw: Callable[[np.random.Generator], list] = lambda rng: []) -> Any:
-    """A Check.cases: make(*a) for each `a` in `visible`; hidden: for those in `more` and draw(rng) too."""
-    return lambda rng, hidden: [make(*a) for a in [*visible, *([*more, *draw(rng)] if hidden else [])]]
+           draw: Callable[[np.random.Generator], list] = lambda rng: [],
+           fields: tuple[int, ...] | None = None) -> Any:
+    """A Check.cases: make(*a) for each `a` in `visible`; hidden: for those in `more` and draw(rng) too. Each
+    fixed `a` (of `visible`, `more`) is relabelled by its own `_substitution` drawn from rng, applied to its
+    `fields` (the positions of `a`; all by default), so that it differs from seed to seed; or `a` is a
+    function of the relabelling that gives the arguments (their text relabelled, ids built from it)."""
+    def relabelled(rng: np.random.Generator, a: Any) -> Any:
+        if callable(a):
+            texts: list[str] = []
+            a(lambda x: texts.append(x) or x)  # the text it relabels
+            return a(_substitution(rng, texts))
+        sub = _substitution(rng, [v for i, v in enumerate(a) if fields is None or i in fields])
+        return [sub(v) if fields is None or i in fields else v for i, v in enumerate(a)]
+
+    def cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+        fixed = [relabelled(rng, a) for a in [*visible, *(more if hidden else [])]]
+        return [make(*a) for a in [*fixed, *(draw(rng) if hidden else [])]]
+    return cases
 
 
 def _lexicon(rng: np.random.Generator, alphabet: str, size: int, longest: int) -> list[str]:
@@ -84,11 +145,13 @@ def _random_tokenizers(rng: np.random.Generator, op: str, bpe: bool) -> list[tup
 def _random_corpora(specs: tuple[list, list], encode: bool = False) -> Any:
     """A Check.cases on random corpora from `specs`: train_bpe's, or (encode) bpe_encode's: a text of
     words seen in training, new ones and an unseen 'q', with the merges learned on the corpus; hidden
-    cases also encode the corpus itself."""
+    cases also encode the corpus itself. The most frequent word repeats itself (two copies of two words), so
+    that a pair occurs twice in a word: merging only its first occurrence shows."""
     def cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         out = []
         for alphabet, size, longest, n_words, n, odd in specs[hidden]:
             lex = _lexicon(rng, alphabet, size, longest)
+            lex[0] = (lex[0] + lex[1]) * 2
             corpus = _text(rng, lex, n_words, odd)
             about = f"random corpus of {n_words} words over {alphabet!r}"
             if not encode:
@@ -96,7 +159,8 @@ def _random_corpora(specs: tuple[list, list], encode: bool = False) -> Any:
                 out.append(Case(f"{about} ({spaces} spaces), num_merges={n}", (corpus, n)))
                 continue
             merges = _train(corpus, n)
-            text = " " + _text(rng, lex + _lexicon(rng, alphabet, 3, longest) + ["q" + lex[0]], 12) + "\n"
+            new = _lexicon(rng, alphabet, 3, longest) + ["q" + lex[0]]
+            text = f" {_text(rng, lex + new, 12)} {lex[0]}\n"
             out.append(Case(f"text {text!r:.40}, {len(merges)} merges learned on a {about}", (text, merges)))
             if hidden:
                 out.append(Case(f"the training corpus itself, {len(merges)} merges learned on a {about}",
@@ -176,6 +240,6 @@ def _tokenizer_check(name: str, hint: str, visible: list, more: list) -> Check:
     op, kind = name.rpartition("_")[2], name[0]
     draw = lambda rng: _random_tokenizers(rng, op, kind == "b")  # noqa: E731
     return Check(name=name, hint=hint, expected=lambda c: _or_error(_Tokenizer.on, c),
-                 cases=_cases(_tok, visible, more, draw),
+                 cases=_cases(_tok, visible, more, draw, fields=(0, 2)),
                  mistakes=[Mistake(h, kit.variant(_Tokenizer.on, **k))
                            for kinds, ops, h, k in _TOKENIZER_MISTAKES if kind in kinds and op[0] in ops])

@@ -9,7 +9,7 @@ from ._shared import _BC_AB, _DUP, _HUG, _tokenizer_check
 _HUGS = (_HUG, "hug hugs pug hug")
 _CASES = {  # check: (visible cases, more hidden ones), as arguments of _tok
     "bpe_tokenizer_vocab": ([(_HUGS, "vocab"),
-                             (_DUP, "vocab", None, False, " ('abc' is built by two merges)")],
+                             (_DUP, "vocab", None, False, " (one string is built by two merges)")],
                             [(([], "ba ab"), "vocab")]),
     "bpe_tokenizer_encode": ([(_HUGS, "encode", "hug pug"), (_HUGS, "encode", "hugs!", True)],
                              [(_DUP, "encode", "abcabc cab", True), ((_BC_AB, "abc"), "encode", "abababc")]),

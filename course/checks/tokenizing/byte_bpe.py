@@ -3,7 +3,7 @@ character per byte; its oracle `_ByteTokenizer` is `_Tokenizer` on those charact
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -78,20 +78,42 @@ def _byte(args: tuple, op: str, arg: Any = None, note: str = "") -> Case:
     return Case(f"{where}: {what}{note}", args, {}, {"op": (op, op_arg, False), "train": train})
 
 
-_E = (BYTE_CHARS[195], BYTE_CHARS[169])  # the two bytes of 'é' as BYTE_CHARS characters
-_BYTE_CASES = {  # check: (visible cases, more hidden ones), as arguments of _byte
-    "byte_bpe_vocab": ([(([],), "vocab"), (("東京 東京 東京", 4), "vocab", None, " (built by train)")],
-                       [((_DUP[0],), "vocab", None, " ('abc' is built by two merges)"),
-                        (("café cafés éé", 6), "vocab", None, " (built by train)")]),
-    "byte_bpe_encode": ([(([],), "encode", "é東🙂"), ((_HUG,), "encode", "hug pug"),
-                         (([_E, ("f", "".join(_E))],), "roundtrip", "naïve café, 東京, 🙂")],
-                        [((_BC_AB,), "encode", "abababc"), (([_E],), "encode", " café\n")]),
-    "byte_bpe_decode": ([(([],), "decode", [195, 169, 32, 230, 157, 177]),
-                         (([],), "decode", [104, 195, 105], " (half a character)"),
-                         (([_E],), "decode", [256, 195, 256], " (half a character)"),
-                         (([],), "decode", [65, -1], " (a negative id)")],
-                        [(([_E],), "decode", [257], " (one past the last id)"),
-                         (([],), "roundtrip", "Zoë 東京 🙂\n")])}
+def _e(sub: Callable[[Any], Any]) -> tuple[str, str]:
+    """The two bytes of a 2-byte character ('é', relabelled by `sub`) as BYTE_CHARS characters."""
+    return tuple(_bytes(sub("é")))
+
+
+def _ids(sub: Callable[[Any], Any], *parts: str | int) -> list[int]:
+    """Ids with no merges: an int part is an id; a text part gives the ids of its bytes (relabelled by
+    `sub`); `_HALF` the first of the two bytes of `_e`: half a character."""
+    return [i for p in parts for i in ([p] if isinstance(p, int) else [ord(_e(sub)[0]) - 256] if p == _HALF
+                                       else sub(p).encode("utf-8"))]
+
+
+def _pairs(sub: Callable[[Any], Any], merges: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(_bytes(sub(a)), _bytes(sub(b))) for a, b in merges]
+
+
+_HALF = "½"  # in `_ids`: half a character
+_BYTE_CASES = {  # check: (visible cases, more hidden ones), each the arguments of _byte as a function of the
+    # relabelling of its text (see `_cases`)
+    "byte_bpe_vocab": ([lambda s: (([],), "vocab"),
+                        lambda s: ((s("東京 東京 東京"), 4), "vocab", None, " (built by train)")],
+                       [lambda s: ((_pairs(s, _DUP[0]),), "vocab", None, " (one string is built by two merges)"),
+                        lambda s: ((s("café cafés éé"), 6), "vocab", None, " (built by train)")]),
+    "byte_bpe_encode": ([lambda s: (([],), "encode", s("é東🙂")),
+                         lambda s: ((_pairs(s, _HUG),), "encode", s("hug pug")),
+                         lambda s: (([_e(s), (_bytes(s("f")), "".join(_e(s)))],), "roundtrip",
+                                    s("naïve café, 東京, 🙂"))],
+                        [lambda s: ((_pairs(s, _BC_AB),), "encode", s("abababc")),
+                         lambda s: (([_e(s)],), "encode", s(" café\n"))]),
+    "byte_bpe_decode": ([lambda s: (([],), "decode", _ids(s, "é 東")),
+                         lambda s: (([],), "decode", _ids(s, "h", _HALF, "i"), " (half a character)"),
+                         lambda s: (([_e(s)],), "decode", _ids(s, 256, _HALF, 256), " (half a character)"),
+                         lambda s: (([],), "decode", _ids(s, "A", -1), " (a negative id)")],
+                        [lambda s: (([_e(s)],), "decode", [257], " (one past the last id)"),
+                         lambda s: (([],), "roundtrip", s("Zoë 東京 🙂\n"))])}
+
 _BYTE_MISTAKES = [  # (operations: v(ocab), e(ncode), d(ecode); hint; knobs)
     ("ved", "Did you run BPE on the characters instead of the UTF-8 bytes? Train and encode on "
             "to_bytechars(text): every character outside ASCII is several bytes.", {"chars": True}),

@@ -74,9 +74,10 @@ _NOT_SHIFTED = ("Did you forget to shift? The target at position i is the token 
 # ------------------------------------------------------- 10.6 masked tokens ---
 
 def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, specials: list[int], mask_id: int,
-               p: float, pad_tail: int = 0, global_rng: bool = False) -> Case:
+               p: float, pad_tail: int = 0, global_rng: bool = False, *, rates: bool = False) -> Case:
     """p is left out where it is the default (0.15); with global_rng, so is the generator: torch's global
-    generator, seeded by the check, is then the one the contract names."""
+    generator, seeded by the check, is then the one the contract names. `rates`: a mask_tokens_rates
+    case, whose single seeded draw (`mask_once`) always passes a generator (no "global_rng" in meta)."""
     ordinary = [i for i in range(vocab) if i not in specials]
     tokens = torch.from_numpy(rng.choice(ordinary, size=(batch, n))).long()
     if len(specials) > 1:
@@ -87,7 +88,7 @@ def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, special
              + (f"p={p}" if p != P_DEFAULT else "p left out") + (f", {pad_tail} padding positions per row" if pad_tail else "")
              + (", no generator (torch's global one, seeded)" if global_rng else ""))
     return Case(label, (tokens, mask_id, vocab, specials), {"p": p} if p != P_DEFAULT else {},
-                meta={"seed": int(rng.integers(2**31)), "global_rng": global_rng})
+                meta={"seed": int(rng.integers(2**31))} | ({} if rates else {"global_rng": global_rng}))
 
 
 def _mask_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -131,7 +132,7 @@ def _rate_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(128, 128, 30, [0, 1, 2], 1, 0.15, 8)] if not hidden else [
         (128, 128, 50, [0, 1, 2, 3], 3, 0.15, 16), (128, 128, 8, [0, 1], 1, 0.4, 0),
         (128, 128, 20, [2, 0, 1], 2, 0.25, 10)]
-    return [_mask_case(rng, *spec) for spec in specs]
+    return [_mask_case(rng, *spec, rates=True) for spec in specs]
 
 
 def _rates(case: Case, *, mask: float = 0.8, random: float = 0.1, any_random: bool = False) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         label = (describe(logits=logits, targets=targets) + f" ({str(dtype).removeprefix('torch.')})"
                  + (f", logits scaled by {scale:g}" if scale != 1 else "")
                  + "".join(f", {k}={v}" for k, v in kw.items()))
-        cases.append(Case(label, (logits, targets), kw, meta={"scale": scale}))
+        cases.append(Case(label, (logits, targets), kw, aid={"scale": scale}))
     return cases
 
 
@@ -113,7 +113,7 @@ register(
                             unless(_padded, variant(_ce, reduce="rows"))),
                     Mistake("Did you take log(softmax(x))? For large logits exp overflows (or the softmax "
                             "underflows to 0 and its log is -inf): use a log-softmax (chapter 9).",
-                            unless(lambda c: c.meta.get("scale", 1) > 100, variant(_ce, naive=True))),
+                            unless(lambda c: c.aid.get("scale", 1) > 100, variant(_ce, naive=True))),
                     Mistake("Did you give pad a default of 0? Left out (None), every position counts and the "
                             "smoothing covers all V classes.",
                             unless(lambda c: "pad" not in c.kwargs, variant(_ce, default_pad=0))),

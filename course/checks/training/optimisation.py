@@ -24,15 +24,29 @@ from ..kit import raises, unless, variant
 
 # ---------------------------------------------------------- 10.3 schedule ---
 
+def _sig(x: float) -> float:
+    """x to two significant figures (readable labels)."""
+    return float(f"{x:.2g}")
+
+
 def _lr_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    # (max_lr, warmup_steps, total_steps, min_lr or None, steps to ask for: None = 0 .. total + 3)
-    specs = [(1e-3, 4, 12, None, None), (0.5, 3, 10, 0.05, None)] if not hidden else [
-        (3e-4, 5, 17, 3e-5, None), (1.0, 0, 8, None, None), (2e-3, 1, 6, 1e-4, None), (6e-4, 10, 40, 6e-5, None),
-        (0.1, 7, 8, 0.01, None), (1e-3, 4, 12, None, [-1]), (1e-3, 12, 12, None, [0]), (1e-3, -2, 10, None, [0])]
+    # (kind, log10 of max_lr's range, warmup_steps range, decay steps range, with min_lr); kinds: "all" asks
+    # for steps 0 .. total + 3, "step < 0" for one negative step, "warmup = total" and "warmup < 0" for step 0
+    # of a schedule the contract refuses. Every number is drawn from the seed.
+    specs = [("all", (-3.5, -2.5), (2, 5), (6, 10), False), ("all", (-1, 0), (2, 4), (5, 9), True)] if not hidden \
+        else [("all", (-4, -3), (4, 7), (9, 14), True), ("all", (-0.5, 0.3), (0, 0), (6, 10), False),
+              ("all", (-3, -2.5), (1, 1), (4, 7), True), ("all", (-3.5, -3), (9, 12), (25, 35), True),
+              ("all", (-1.3, -0.7), (5, 8), (1, 1), True), ("step < 0", (-3.5, -2.5), (2, 5), (6, 10), False),
+              ("warmup = total", (-3.5, -2.5), (6, 12), (0, 0), False),
+              ("warmup < 0", (-3.5, -2.5), (-3, -1), (8, 12), False)]
     cases = []
-    for max_lr, warmup, total, min_lr, steps in specs:
+    for kind, (lo, hi), (w_lo, w_hi), (d_lo, d_hi), with_min in specs:
+        max_lr = _sig(10 ** rng.uniform(lo, hi))
+        warmup = int(rng.integers(w_lo, w_hi + 1))
+        total = max(warmup, 0) + int(rng.integers(d_lo, d_hi + 1))
+        min_lr = _sig(max_lr * rng.uniform(0.05, 0.2)) if with_min else None
         kw = {"min_lr": min_lr} if min_lr is not None else {}
-        steps = steps if steps is not None else list(range(total + 4))
+        steps = {"all": list(range(total + 4)), "step < 0": [-int(rng.integers(1, 4))]}.get(kind, [0])
         shown = f"steps {steps[0]} .. {steps[-1]}" if len(steps) > 1 else f"step {steps[0]}"
         cases.append(Case(f"{shown} with max_lr={max_lr:g}, warmup_steps={warmup}, total_steps={total}"
                           + (f", min_lr={min_lr:g}" if min_lr is not None else ""),
@@ -153,7 +167,7 @@ def _eval_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     for dims, rows, mode, given, fail in specs + ([((2, 3, 1), [3, 2], "train", "list", None)] if hidden else []):
         uncounted = hidden and len(cases) == len(specs)  # the last hidden case: loss_fn counts no token at all
         meta = {"seed": int(rng.integers(2**31)), "dims": dims, "rows": rows, "scale": 1.0, "unused": False,
-                "mode": mode, "given": given, "fail": fail, "uncounted": uncounted}
+                "mode": mode, "given": given, "fail": fail} | ({"uncounted": True} if uncounted else {})
         cases.append(Case(f"{len(rows)} held-out batch(es) of {rows} rows as a {given}, the model in {mode} mode"
                           + (f", loss_fn raising RuntimeError on batch {fail}" if fail is not None else "")
                           + (", loss_fn counting 0 tokens in every batch" if uncounted else ""), meta=meta))
@@ -166,7 +180,7 @@ def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool 
     if meta["fail"] is not None:                                    # the error propagates, the mode is restored
         after = meta["mode"] if restore is True and restore_on_error else "eval"
         return {"raised": f"RuntimeError: loss_fn failed on batch {meta['fail']}", "mode after": after}
-    if not meta["rows"] or meta["uncounted"]:
+    if not meta["rows"] or meta.get("uncounted", False):
         return raises("no batches, or no counted token, to evaluate")
     model = net(meta)
     model.train(train)

@@ -50,18 +50,20 @@ def _call_layers(cls: Any, case: Case) -> dict[str, Any]:
 
 def _call_mha(cls: Any, case: Case) -> dict[str, Any]:
     """MultiHeadAttention(d_model, h, **kwargs) with meta['params'] copied in, run in both modes on
-    meta's query (batch, n_q, d_q_in), key and value (batch, n_k, d_kv_in) and mask as meta['call']
-    says: 'self' (query only), 'key only', 'value only' (query and value=...) or 'cross'.
+    meta's query (batch, n_q, d_q_in), key and value (batch, n_k, d_kv_in), where the call passes them,
+    and mask, as meta['call'] says: 'self' (query only), 'key only' (query and key), 'value only' (query
+    and value=...) or 'cross' (all three).
     Returns {mode: (output (batch, n_q, d_model), weights (batch, h, n_q, n_k))} as the module gave them."""
     module = build(cls, *case.args, **case.kwargs)
     load_weights(module, case.meta["params"], "The module holds W_q = nn.Linear(d_q_in or d_model, d_model, "
                  "bias=bias), W_k and W_v = nn.Linear(d_kv_in or d_model, d_model, bias=bias) and W_o = "
                  "nn.Linear(d_model, d_model, bias=bias)")
     m = case.meta
-    if m["call"] == "value only":
+    call = m["call"]
+    if call == "value only":
         return run_modes(module, lambda mod: mod(m["query"], value=m["value"], mask=m["mask"]))
-    inputs = {"self": (m["query"],), "key only": (m["query"], m["key"]),
-              "cross": (m["query"], m["key"], m["value"])}[m["call"]]
+    inputs = (m["query"],) if call == "self" else (m["query"], m["key"]) if call == "key only" else \
+        (m["query"], m["key"], m["value"])
     return run_modes(module, lambda mod: mod(*inputs, mask=m["mask"]))
 
 

@@ -22,7 +22,8 @@ from ..runner import Probe, register
 # constructor's arguments, {"d_model": d, "config": {"max_len": ..., "base": ...}} (keywords where set).
 
 
-#: the key of the shift cases' `aid`: the float64 rows PE(pos) (len(positions), d_model) for meta["positions"]
+#: the key of the shift cases' `aid`: the float64 rows PE(pos) (len(positions), d_model) for the positions
+#: the trusted side drew (also in `aid`; the kernel never sees them)
 PE_ROWS = "pe rows"
 
 #: the keys of the forward checks' facts (`_observe`), per mode

@@ -161,7 +161,8 @@ def batches(meta: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """One (x (rows, d_in), y (rows, d_out)) per entry of ``meta["rows"]``, from ``meta["seed"] + 1``."""
     gen = torch.Generator().manual_seed(meta["seed"] + 1)
     d_in, _, d_out = meta["dims"]
-    return [(meta["scale"] * torch.randn(rows, d_in, generator=gen), torch.randn(rows, d_out, generator=gen))
+    scale = meta["scale"]
+    return [(scale * torch.randn(rows, d_in, generator=gen), torch.randn(rows, d_out, generator=gen))
             for rows in meta["rows"]]
 
 
@@ -225,21 +226,21 @@ def _counted(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tupl
 def _call_evaluate(fn: Any, case: Case) -> dict[str, Any]:
     """evaluate(model, batches, loss_fn) on the network in mode ``meta["mode"]``, the batches as a list
     or a generator (``meta["given"]``), loss_fn raising LossFnFailed on batch ``meta["fail"]`` (None:
-    never) and counting no token when ``meta["uncounted"]``. Returns what evaluate returned, the
+    never) and counting no token when ``meta["uncounted"]`` (present only then). Returns what evaluate returned, the
     message of loss_fn's error if it reached the caller (None otherwise), the network's record of
     its forward passes and its mode afterwards."""
     meta = case.meta
     model = net(meta)
     model.train(meta["mode"] == "train")
     given = batches(meta)
-    fail, seen = meta["fail"], []
+    fail, uncounted, seen = meta["fail"], meta.get("uncounted", False), []
 
     def loss_fn(m: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
         seen.append(batch)
         if len(seen) - 1 == fail:
             raise LossFnFailed(f"loss_fn failed on batch {fail}")
         loss, n = _counted(m, batch)
-        return loss, 0 if meta["uncounted"] else n
+        return loss, 0 if uncounted else n
 
     returned, error = None, None
     try:
