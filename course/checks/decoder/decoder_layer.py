@@ -169,7 +169,11 @@ def _future_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     for s in specs:
         case = layer_case(rng, **s)
         x = case.kwargs["x"]
-        k = int(rng.integers(1, x.shape[1]))
+        # k no further than every sequence's real tokens: the rows compared are never padding, whose
+        # handling decoder_layer judges (here only the future may not leak)
+        mask = case.kwargs.get("tgt_mask")
+        real = x.shape[1] if mask is None or mask.dim() == 2 else int(torch.isfinite(mask[:, -1]).sum(-1).min())
+        k = int(rng.integers(1, max(min(real, x.shape[1] - 1), 1) + 1))
         changed = x.clone()
         changed[:, k:] = randn(rng, x.shape[0], x.shape[1] - k, x.shape[2])
         case.meta["k"], case.meta["changed"] = k, changed
