@@ -27,7 +27,8 @@ from autograder.intake import STUDENT_ID
 from autograder.limits import chapter_limits, notebook_budget
 from autograder.report import (NOT_ATTEMPTED, WRITTEN_EMPTY, WRITTEN_PENDING, collect, failure_reason, graded_cells,
                                write_report)
-from course.checks.framework import Raises, checks_of
+from autograder.secret import default_secret_path
+from course.checks.framework import Raises, checks_of, seed_for, submission_code
 from course.probing.plain import encode
 from course.protocol import STATUS_DIR, status_name
 from hostile.forgeries import FORGERIES
@@ -200,11 +201,12 @@ _VERDICT = re.compile(r"^([✓✗]) (\S+): .*\bvisible\b", re.M)
 @pytest.mark.slow
 @pytest.mark.parametrize("ch", GRADED)
 def test_notebook_verdicts_equal_the_graders_visible_verdicts(ch, tmp_path_factory):
-    """What the test cells show a student in Jupyter (and the self-check's
-    score) equals the grader's verdict on the visible checks (their numbers
-    drawn afresh), cell by cell, for the solution, the stub and every mutant
-    graded."""
+    """What the test cells show in Jupyter, on the visible cases the grader drew for the notebook
+    (`seed_for` of its secret and code: the same shapes as the student's own, other numbers), is the
+    grader's verdict on the visible checks, cell by cell, for the solution, the stub and every
+    mutant graded."""
     result = graded(ch, tmp_path_factory)
+    secret = default_secret_path().read_bytes()
     answers = solution_sources(ch)
     notebooks = {SOLUTION: answers, STUB: None}
     for m in mutants_for(ch.topic)[::REAL_SHARE]:
@@ -212,9 +214,11 @@ def test_notebook_verdicts_equal_the_graders_visible_verdicts(ch, tmp_path_facto
     for student, variant in notebooks.items():
         nb = nbformat.read(ch.student, 4) if variant is None else student_notebook(ch, variant)
         module = as_module(nb, f"graded_{ch.topic}")
+        graded_nb = nbformat.read(result.out / "nbgrader" / "autograded" / student / ch.id / f"{ch.id}.ipynb", 4)
+        seed = seed_for(secret, student, ch.id, submission_code(graded_nb.cells))
         for gid, report in result.verdicts(ch, student).items():
             judged = _VERDICT.findall(report)
-            shown = [ok for ok, _ in verdicts([c for c in cells_of(ch)[gid] if not c.hidden], module, None)]
+            shown = [ok for ok, _ in verdicts([c for c in cells_of(ch)[gid] if not c.hidden], module, seed)]
             assert [ok == "✓" for ok, _ in judged] == shown, f"{student}, {gid}:\n{report}"
 
 
