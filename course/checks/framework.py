@@ -33,7 +33,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -122,17 +121,7 @@ def register(module_name: str, *checks: Check) -> None:
 def checks_of(topic: str) -> dict[str, Check]:
     """Every check of one chapter, importing its module if need be."""
     if topic not in _CHECKS:
-        if not topic.isidentifier():
-            raise CheckUnavailable(f"no checks for {topic!r}")
-        try:
-            importlib.import_module(f"{__package__}.{topic}")
-        except ModuleNotFoundError as err:
-            if err.name == f"{__package__}.{topic}":
-                raise CheckUnavailable(f"no checks for chapter topic {topic!r}") from None
-            raise CheckUnavailable(f"the checks of {topic!r} could not be loaded: {err}") from err
-        except Exception as err:  # a broken chapter module breaks that chapter only
-            raise CheckUnavailable(f"the checks of {topic!r} could not be loaded: "
-                                   f"{type(err).__name__}: {err}") from err
+        runner.import_chapter(__package__, topic, "checks")
     return _CHECKS.get(topic, {})
 
 

@@ -76,18 +76,24 @@ def register(*probes: Probe) -> None:
         _PROBES[p.name] = p
 
 
-def probes_of(topic: str) -> dict[str, Probe]:
-    """Every probe of one chapter, importing its module if need be."""
+def import_chapter(package: str, topic: str, what: str) -> None:
+    """Import the chapter module ``<package>.<topic>`` (its checks or its probes: `what`), so that
+    a chapter that is missing or broken makes only its own checks `CheckUnavailable`."""
     if not topic.isidentifier():
         raise CheckUnavailable(f"no checks for {topic!r}")
     try:
-        importlib.import_module(f"{__package__}.calls.{topic}")
+        importlib.import_module(f"{package}.{topic}")
     except ModuleNotFoundError as err:
-        if err.name == f"{__package__}.calls.{topic}":
+        if err.name == f"{package}.{topic}":
             raise CheckUnavailable(f"no checks for chapter topic {topic!r}") from None
-        raise CheckUnavailable(f"the probes of {topic!r} could not be loaded: {err}") from err
+        raise CheckUnavailable(f"the {what} of {topic!r} could not be loaded: {err}") from err
     except Exception as err:  # a broken chapter module breaks that chapter only
-        raise CheckUnavailable(f"the probes of {topic!r} could not be loaded: {type(err).__name__}: {err}") from err
+        raise CheckUnavailable(f"the {what} of {topic!r} could not be loaded: {type(err).__name__}: {err}") from err
+
+
+def probes_of(topic: str) -> dict[str, Probe]:
+    """Every probe of one chapter, importing its module if need be."""
+    import_chapter(f"{__package__}.calls", topic, "probes")
     return {n: p for n, p in _PROBES.items() if n.partition(".")[0] == topic}
 
 
