@@ -49,11 +49,14 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad: int | None =
         raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} do not match")
     log_p = log_softmax(logits, dim=-1)                                   # (..., V)
     nll = -log_p.gather(-1, targets.unsqueeze(-1)).squeeze(-1)            # (...)
-    classes = torch.ones(logits.shape[-1], dtype=torch.bool, device=logits.device)
-    if pad is not None:
-        classes[pad] = False                                              # no smoothing mass on <pad>
-    uniform = -log_p[..., classes].mean(dim=-1)                           # (...)
-    loss = (1.0 - label_smoothing) * nll + label_smoothing * uniform
+    if label_smoothing > 0:   # only then: a -inf logit (a class ruled out) would give 0 * inf = NaN
+        classes = torch.ones(logits.shape[-1], dtype=torch.bool, device=logits.device)
+        if pad is not None:
+            classes[pad] = False                                          # no smoothing mass on <pad>
+        uniform = -log_p[..., classes].mean(dim=-1)                       # (...)
+        loss = (1.0 - label_smoothing) * nll + label_smoothing * uniform
+    else:
+        loss = nll
     counted = targets != pad if pad is not None else torch.ones_like(targets, dtype=torch.bool)
     return loss[counted].mean()
 
@@ -71,7 +74,7 @@ def lr_at(step: int, max_lr: float, warmup_steps: int, total_steps: int, min_lr:
     if step < warmup_steps:
         return max_lr * (step + 1) / warmup_steps
     if step > total_steps:
-        return min_lr
+        return float(min_lr)                   # a float even when min_lr is given as an int
     t = (step - warmup_steps) / (total_steps - warmup_steps)
     return min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * t)) / 2
 
@@ -116,8 +119,9 @@ def evaluate(model: nn.Module, batches: Iterable[Any],
         with torch.no_grad():
             for batch in batches:
                 loss, n = loss_fn(model, batch)
-                total += loss.item() * n
-                count += n
+                if n:                     # a batch that counts no token adds nothing (its mean may be NaN)
+                    total += loss.item() * n
+                    count += n
     finally:
         model.train(was_training)
     if count == 0:
@@ -142,13 +146,14 @@ def mask_tokens(tokens: torch.Tensor, mask_id: int, vocab_size: int, special_ids
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be in [0, 1], got {p}")
-    special = torch.tensor(sorted(set(special_ids)), dtype=tokens.dtype)
+    special_set = {int(i) for i in special_ids}                       # once: special_ids may be a generator
+    special = torch.tensor(sorted(special_set), dtype=tokens.dtype)
     ordinary = ~torch.isin(tokens, special)
     draw = torch.rand(tokens.shape, generator=generator)
     selected = ordinary & (draw < p)
     labels = torch.where(selected, tokens, torch.full_like(tokens, IGNORE))
     action = torch.rand(tokens.shape, generator=generator)              # 80 / 10 / 10
-    candidates = torch.tensor([i for i in range(vocab_size) if i not in set(special.tolist())])
+    candidates = torch.tensor([i for i in range(vocab_size) if i not in special_set])
     random_tokens = candidates[torch.randint(len(candidates), tokens.shape, generator=generator)]
     inputs = tokens.clone()
     inputs[selected & (action < 0.8)] = mask_id

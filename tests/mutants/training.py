@@ -13,12 +13,14 @@ _MIX = "loss = (1.0 - label_smoothing) * nll + label_smoothing * uniform"
 _COUNTED = "counted = targets != pad if pad is not None else torch.ones_like(targets, dtype=torch.bool)"
 _MEAN = "return loss[counted].mean()"
 _EPS_CHECK = "if not 0.0 <= label_smoothing <= 1.0:"
+_IF_SMOOTH = "if label_smoothing > 0:"
 # 10.3 lr_at
 _WARM = "return max_lr * (step + 1) / warmup_steps"
 _T = "    t = (step - warmup_steps) / (total_steps - warmup_steps)\n    return min_lr"
 _CLAMP = "if step > total_steps:"
 _COSINE = "return min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * t)) / 2"
 _LR_CHECK = "if step < 0 or warmup_steps < 0 or total_steps <= warmup_steps:"
+_FLOOR = "return float(min_lr)"
 # 10.4 train_step
 _TRAIN = "model.train()\n"
 _ZERO = "optimizer.zero_grad(set_to_none=True)"
@@ -36,10 +38,12 @@ _ADD = "total += loss.item() * n"
 _COUNT = "count += n"
 _WAS = "was_training = model.training"
 _EVAL_RET = "return total / count"
+_IF_COUNTED = "if n:"
+_ZERO_CHECK = "    if count == 0:\n        raise ValueError(\"evaluate needs at least one counted token\")\n"
 # 10.6 mask_tokens
 _SELECT = "selected = ordinary & (draw < p)"
 _LABELS = "labels = torch.where(selected, tokens, torch.full_like(tokens, IGNORE))"
-_CANDIDATES = "candidates = torch.tensor([i for i in range(vocab_size) if i not in set(special.tolist())])"
+_CANDIDATES = "candidates = torch.tensor([i for i in range(vocab_size) if i not in special_set])"
 _DRAW = "draw = torch.rand(tokens.shape, generator=generator)"
 _MASK80 = "inputs[selected & (action < 0.8)] = mask_id"
 _SWAP = "swap = selected & (action >= 0.8) & (action < 0.9)"
@@ -83,6 +87,8 @@ MUTANTS = [
            hint="expected dtype float64, got float32"),
     Mutant("label_smoothing not checked", CE, ((_EPS_CHECK, "if False:"),), T2,
            hint="expected ValueError to be raised"),
+    Mutant("smoothing term computed with label_smoothing 0 (NaN where a logit is -inf)", CE, ((_IF_SMOOTH, "if True:"),),
+           T2, hint="Did you compute the smoothing term with label_smoothing 0 too?"),
     Mutant("pad defaults to 0 when left out", CE, (("pad: int | None = None,", "pad: int | None = 0,"),), T2,
            hint="Did you give pad a default of 0?"),
     Mutant("label_smoothing defaults to 0.1 when left out", CE,
@@ -118,6 +124,8 @@ MUTANTS = [
            hint="expected the number"),
     Mutant("warmup_steps >= total_steps accepted", LR, ((_LR_CHECK, "if step < 0:"),), T3,
            hint="expected ValueError to be raised"),
+    Mutant("min_lr returned as given (an int stays an int)", LR, ((_FLOOR, "return min_lr"),), T3,
+           hint="Did you return min_lr as it was given after total_steps?"),
     # --- 10.4 the training step
     Mutant("clipping after the optimizer step", STEP,
            ((_GRADS, "optimizer.step()\n    " + _GRADS), (_STEP_RET, "    return loss.item(), norm.item()")), T4,
@@ -151,9 +159,17 @@ MUTANTS = [
     Mutant("mode restored only when evaluation succeeds", EVAL,
            (("try:\n", "if True:\n"), ("    finally:\n        " + _RESTORE, "    " + _RESTORE)), T5,
            hint="Did you restore the mode only when evaluation succeeds?"),
-    Mutant("no check for a count of zero", EVAL,
-           (("    if count == 0:\n        raise ValueError(\"evaluate needs at least one counted token\")\n", ""),), T5,
-           hint="Did you divide by a count of zero?"),
+    Mutant("no check for a count of zero", EVAL, ((_ZERO_CHECK, ""),), T5, hint="Did you divide by a count of zero?"),
+    Mutant("a batch that counts no token read (its NaN loss)", EVAL, ((_IF_COUNTED, "if True:"),), T5,
+           hint="got nan"),
+    Mutant("ValueError at the first batch that counts no token", EVAL,
+           ((_IF_COUNTED, "if not n:\n                    raise ValueError(\"a batch counts no token\")\n"
+                          "                if n:"),), T5,
+           hint="Did you raise ValueError at the first batch that counts no token?"),
+    Mutant("ValueError raised before the mode is restored (no try/finally)", EVAL,
+           (("try:\n", "if True:\n"),
+            ("    finally:\n        " + _RESTORE + "\n" + _ZERO_CHECK, _ZERO_CHECK + "    " + _RESTORE + "\n")), T5,
+           hint="Did you raise ValueError before restoring the model's mode?"),
     Mutant("mean of the batch means", EVAL, ((_ADD, "total += loss.item()"), (_COUNT, "count += 1")), T5,
            hint="Did you average the batch means?"),
     Mutant("evaluation loss as a tensor", EVAL, ((_EVAL_RET, "return torch.tensor(total / count)"),), T5,

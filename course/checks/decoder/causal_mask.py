@@ -1,7 +1,9 @@
 """8.1: causal_mask(n, dtype, device); oracle: ``nn.Transformer.generate_square_subsequent_mask``.
 The `device` clause is tested with PyTorch's ``meta`` device, which every machine has (a CPU-only grader
 included): a meta tensor has a shape, a dtype and a device but no values, so those cases compare a summary
-(`course.probing.calls.decoder.tensor_summary`, which the probe's `observe` makes of the student's mask)."""
+(`course.probing.calls.decoder.tensor_summary`, which the probe's `observe` makes of the student's mask).
+The "new tensor" clause: in the cases with ``meta["overwrite"]`` the probe writes that value into the
+first call's mask and calls again; the second mask must be untouched (`course.probing.calls.decoder.AGAIN`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from course.probing.calls.decoder import on_meta, tensor_summary
+from course.probing.calls.decoder import AGAIN, FIRST, on_meta, tensor_summary
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
@@ -27,15 +29,38 @@ def _drawn(rng: np.random.Generator, n: int) -> int:
 
 
 def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(4, {}), (1, {}), (3, {"dtype": torch.float64})] if not hidden else [
-        (5, {}), (2, {}), (1, {}), (7, {"dtype": torch.float64}), (5, {"dtype": torch.float16}),
-        (6, {"device": torch.device("cpu")}), (3, {"dtype": torch.float64, "device": "cpu"}), (64, {}),
-        (0, {}), (-2, {}), (5, {"device": torch.device("meta")}), (4, {"dtype": torch.float64, "device": "meta"})]
+    # (n, keyword arguments, whether the probe overwrites the first mask and calls again: the "new tensor" clause)
+    specs = [(4, {}, True), (1, {}, False), (3, {"dtype": torch.float64}, False)] if not hidden else [
+        (5, {}, True), (2, {}, False), (1, {}, False), (7, {"dtype": torch.float64}, True),
+        (5, {"dtype": torch.float16}, False), (6, {"device": torch.device("cpu")}, False),
+        (3, {"dtype": torch.float64, "device": "cpu"}, True), (64, {}, False), (0, {}, False), (-2, {}, False),
+        (5, {"device": torch.device("meta")}, False), (4, {"dtype": torch.float64, "device": "meta"}, False)]
     if not hidden:
-        specs.append((3, {"device": "meta"}))
-    specs = [(_drawn(rng, n), kw) for n, kw in specs]
-    return [Case(f"n = {n}" + "".join(f", {k}={v!r}" if k == "device" else f", {k}={v}" for k, v in kw.items()),
-                 (n,), kw) for n, kw in specs]
+        specs.append((3, {"device": "meta"}, False))
+    cases = []
+    for n, kw, twice in specs:
+        n = _drawn(rng, n)
+        label = f"n = {n}" + "".join(f", {k}={v!r}" if k == "device" else f", {k}={v}" for k, v in kw.items())
+        meta = {}
+        if twice:
+            meta["overwrite"] = float(rng.integers(1, 10))
+            label += f"; the mask written over with {meta['overwrite']:g}, then a second call"
+        cases.append(Case(label, (n,), kw, meta=meta))
+    return cases
+
+
+def _twice(case: Case, mask: Any, again: Any = None) -> Any:
+    """A mask in the form the probe records it: as it is, or, where the probe calls twice, the first call's
+    mask and the second's (`again`; by default the same, as every new mask is)."""
+    if "overwrite" not in case.meta or not isinstance(mask, torch.Tensor):
+        return mask
+    return {FIRST: mask, AGAIN: mask if again is None else again}
+
+
+def _cached(case: Case) -> Any:
+    """The same tensor returned by both calls: the second shows what was written into the first."""
+    right = _mask(case)
+    return _twice(case, right[FIRST], torch.full_like(right[FIRST], case.meta["overwrite"]))
 
 
 def _summary(out: Any) -> Any:
@@ -58,10 +83,10 @@ def _mask(case: Case, *, diagonal: int = 1, past: bool = False, fill: Any = "-in
     hidden = torch.ones(n, n, dtype=torch.bool)
     hidden = hidden.tril(-diagonal) if past else hidden.triu(diagonal)
     if kind == "bool":
-        return hidden
+        return _twice(case, hidden)
     if kind == "0/1":
-        return hidden.to(dtype)
-    return torch.zeros(n, n, dtype=dtype).masked_fill(hidden, float(fill))
+        return _twice(case, hidden.to(dtype))
+    return _twice(case, torch.zeros(n, n, dtype=dtype).masked_fill(hidden, float(fill)))
 
 
 def _oracle(case: Case) -> Any:
@@ -70,7 +95,7 @@ def _oracle(case: Case) -> Any:
         return kit.raises("n must be at least 1")
     mask = nn.Transformer.generate_square_subsequent_mask(n, dtype=case.kwargs.get("dtype", torch.float32),
                                                           device=case.kwargs.get("device"))
-    return _summary(mask) if on_meta(case) else mask
+    return _summary(mask) if on_meta(case) else _twice(case, mask)
 
 
 def _device_ignored(case: Case) -> Any:
@@ -97,12 +122,15 @@ _MISTAKES = [
     Mistake("Did you ignore the device argument? Create the mask on `device` (torch.zeros(..., device=device) "
             "and the like); the tests ask for PyTorch's meta device, which every machine has.",
             kit.unless(lambda case: on_meta(case) and case.args[0] >= 1, _device_ignored)),
+    Mistake("Did you return the same tensor on every call (a cached mask)? The contract asks for a new tensor: "
+            "a caller may write into the mask it gets (adding a padding mask in place, say), and the next call "
+            "must not see that.", kit.unless(lambda case: "overwrite" in case.meta, _cached)),
 ]
 
 register(
     __name__,
     Check(name="causal_mask", cases=_cases, expected=_oracle, mistakes=_MISTAKES,
-          hint="Return an (n, n) tensor of the requested dtype (float32 by default) and device: 0 on and below "
-               "the diagonal, -inf above it (row i = query i, column j = key j, hidden when j > i); raise "
-               "ValueError when n < 1."),
+          hint="Return a new (n, n) tensor of the requested dtype (float32 by default) and device on every call: 0 "
+               "on and below the diagonal, -inf above it (row i = query i, column j = key j, hidden when j > i); "
+               "raise ValueError when n < 1."),
 )

@@ -29,7 +29,8 @@ def layer_case(rng: np.random.Generator, *, b: int, nt: int, ns: int | None = No
                cross: bool = True, tgt: str = "causal+padding", mem: str | None = "padding",
                memory_given: bool | None = None) -> Case:
     """DecoderLayer(d, h, ff, cross_attention=cross); kwargs: what forward gets. tgt: 'causal' (n_tgt, n_tgt),
-    'causal+padding' (batch, n_tgt, n_tgt) or 'none'; mem: 'padding' (batch, 1, n_src) or None. The sizes are
+    'causal+padding' (batch, n_tgt, n_tgt) or 'none'; mem: 'padding' (batch, 1, n_src), None, or 'padding only'
+    (a memory_mask (batch, 1, n_src) without memory, for a decoder-only layer, which ignores it). The sizes are
     `drawn` around the given ones (n_src = n_tgt where ns is None)."""
     memory_given = cross if memory_given is None else memory_given
     s = drawn(rng, {"b": b, "nt": nt, "ns": ns, "d": d, "h": h, "ff": ff})
@@ -42,7 +43,7 @@ def layer_case(rng: np.random.Generator, *, b: int, nt: int, ns: int | None = No
     if tgt != "none":
         m = kit.causal_mask(nt)
         kwargs["tgt_mask"] = m + kit.padding_mask(lengths_for(rng, b, nt), nt) if "padding" in tgt else m
-    if memory_given and mem == "padding":
+    if memory_given and mem == "padding" or mem == "padding only":
         kwargs["memory_mask"] = kit.padding_mask(lengths_for(rng, b, ns), ns)
     label = (f"DecoderLayer({d}, {h}, {ff}{'' if cross else ', cross_attention=False'}): "
              + kit.describe(**{k: v for k, v in kwargs.items()})
@@ -87,6 +88,11 @@ def _manual(case: Case, **knobs: Any) -> Any:
 
 def _slip(**knobs: Any) -> Any:
     return numeric(kit.variant(_manual, **knobs))
+
+
+def _refused(case: Case) -> Any:
+    """A ValueError where the contract asks for none."""
+    raise ValueError("refused")
 
 
 LEAK = ("Did you pass tgt_mask to the self-attention? Without the causal mask every position also attends to "
@@ -153,6 +159,9 @@ def _self_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         {"b": 2, "nt": 4, "d": 8, "h": 4, "ff": 16, "tgt": "causal"},
         {"b": 1, "nt": 1, "d": 8, "h": 2, "ff": 8},
         {"b": 2, "nt": 3, "d": 8, "h": 2, "ff": 16, "memory_given": True},
+        # a memory_mask alone, which a decoder-only layer ignores; as long as the target, so that a layer that
+        # used it in its self-attention would give other numbers, not a shape error
+        {"b": 3, "nt": 5, "d": 8, "h": 2, "ff": 16, "mem": "padding only"},
     ]
     return [layer_case(rng, cross=False, **s) for s in specs]
 
@@ -245,10 +254,15 @@ register(
                             numeric(kit.variant(_future, self_mask="none", cross_mask="tgt")))],
           hint="The outputs at positions before k must not change when the tokens at k and after change: "
                "pass tgt_mask to the self-attention."),
-    Check(name="decoder_only_layer", cases=_self_cases, expected=_oracle, mistakes=SELF_MISTAKES,
+    Check(name="decoder_only_layer", cases=_self_cases, expected=_oracle,
+          mistakes=[*SELF_MISTAKES,
+                    Mistake("Did you refuse a memory_mask in a layer without cross-attention? Only memory is refused "
+                            "there (ValueError); a memory_mask has nothing to mask and is ignored.",
+                            kit.unless(lambda c: "memory_mask" in c.kwargs and "memory" not in c.kwargs,
+                                       _refused))],
           hint="With cross_attention=False: x = x + dropout(self_attn(norm1(x), mask=tgt_mask)), then "
                "x + dropout(ffn(norm3(x))); self.cross_weights stays None; memory must not be given "
-               "(ValueError)."),
+               "(ValueError); a memory_mask is ignored."),
     Check(name="decoder_layer_structure", cases=_layout_cases, expected=_layout,
           mistakes=_LAYOUT_MISTAKES,
           hint="norm1, self_attn, norm2, cross_attn, norm3: LayerNorm(d_model) and MultiHeadAttention(d_model, "

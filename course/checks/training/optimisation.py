@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from course.probing.calls.training import after_steps, batches, net, setup, squared_error, step_facts
+from course.probing.calls.training import (
+    EVERY_RATE_A_FLOAT,
+    after_steps,
+    batches,
+    net,
+    setup,
+    squared_error,
+    step_facts,
+)
 from course.probing.plain import to_plain
 
 from ..framework import Case, Check, Mistake, Raises, register
@@ -31,10 +39,13 @@ def _sig(x: float) -> float:
 
 def _lr_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     # (kind, log10 of max_lr's range, warmup_steps range, decay steps range, with min_lr); kinds: "all" asks
-    # for steps 0 .. total + 3, "step < 0" for one negative step, "warmup = total" and "warmup < 0" for step 0
+    # for steps 0 .. total + 3, "ints" too, with an int max_lr (1 to 3) and min_lr=0 given as an int (the rates
+    # must still be floats), "step < 0" for one negative step, "warmup = total" and "warmup < 0" for step 0
     # of a schedule the contract refuses. Every number is drawn from the seed.
-    specs = [("all", (-3.5, -2.5), (2, 5), (6, 10), False), ("all", (-1, 0), (2, 4), (5, 9), True)] if not hidden \
+    specs = [("all", (-3.5, -2.5), (2, 5), (6, 10), False), ("all", (-1, 0), (2, 4), (5, 9), True),
+             ("ints", (0, 0), (0, 3), (3, 6), True)] if not hidden \
         else [("all", (-4, -3), (4, 7), (9, 14), True), ("all", (-0.5, 0.3), (0, 0), (6, 10), False),
+              ("ints", (0, 0), (0, 0), (4, 8), True), ("ints", (0, 0), (2, 5), (4, 8), True),
               ("all", (-3, -2.5), (1, 1), (4, 7), True), ("all", (-3.5, -3), (9, 12), (25, 35), True),
               ("all", (-1.3, -0.7), (5, 8), (1, 1), True), ("step < 0", (-3.5, -2.5), (2, 5), (6, 10), False),
               ("warmup = total", (-3.5, -2.5), (6, 12), (0, 0), False),
@@ -45,17 +56,23 @@ def _lr_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         warmup = int(rng.integers(w_lo, w_hi + 1))
         total = max(warmup, 0) + int(rng.integers(d_lo, d_hi + 1))
         min_lr = _sig(max_lr * rng.uniform(0.05, 0.2)) if with_min else None
+        if kind == "ints":
+            max_lr, min_lr = int(rng.integers(1, 4)), 0
         kw = {"min_lr": min_lr} if min_lr is not None else {}
-        steps = {"all": list(range(total + 4)), "step < 0": [-int(rng.integers(1, 4))]}.get(kind, [0])
+        steps = {"step < 0": [-int(rng.integers(1, 4))], "warmup = total": [0], "warmup < 0": [0]}.get(
+            kind, list(range(total + 4)))
         shown = f"steps {steps[0]} .. {steps[-1]}" if len(steps) > 1 else f"step {steps[0]}"
         cases.append(Case(f"{shown} with max_lr={max_lr:g}, warmup_steps={warmup}, total_steps={total}"
-                          + (f", min_lr={min_lr:g}" if min_lr is not None else ""),
+                          + (f", min_lr={min_lr:g}" if min_lr is not None else "")
+                          + (" (max_lr and min_lr given as ints)" if kind == "ints" else ""),
                           (max_lr, warmup, total), kw, meta={"steps": steps}))
     return cases
 
 
 def _lr(case: Case, *, warmup: str = "step + 1", decay_from: str = "warmup", clamp: bool = True,
-        use_min: bool = True, shape: str = "cosine", default_min: float = 0.0) -> Any:
+        use_min: bool = True, shape: str = "cosine", default_min: float = 0.0, floor_as_given: bool = False) -> Any:
+    """The rates from the formula (Python floats), and whether every one is a float (the probe's
+    `rate_types`). `floor_as_given`: past total_steps, min_lr returned as it was given (an int stays one)."""
     max_lr, w, total = case.args
     floor = case.kwargs.get("min_lr", default_min * max_lr)
     lo = floor if use_min else 0.0
@@ -64,19 +81,19 @@ def _lr(case: Case, *, warmup: str = "step + 1", decay_from: str = "warmup", cla
         if step < 0 or w < 0 or total <= w:
             return raises("need step >= 0 and 0 <= warmup_steps < total_steps")
         if step < w:
-            out.append(max_lr * {"step + 1": (step + 1) / w, "step": step / w, "of w + 1": (step + 1) / (w + 1),
-                                 "<=": (step + 1) / w}[warmup])
+            out.append(float(max_lr * {"step + 1": (step + 1) / w, "step": step / w, "of w + 1": (step + 1) / (w + 1),
+                                       "<=": (step + 1) / w}[warmup]))
             continue
         if warmup == "<=" and step == w:                          # one warm-up step too many
-            out.append(max_lr * (step + 1) / w)
+            out.append(float(max_lr * (step + 1) / w))
             continue
         if step > total and clamp:
-            out.append(floor)
+            out.append(floor if floor_as_given else float(floor))
             continue
         t = (step - w) / (total - w) if decay_from == "warmup" else step / total
         fall = (1 + math.cos(math.pi * t)) / 2 if shape == "cosine" else 1 - t
-        out.append(lo + (max_lr - lo) * fall)
-    return out
+        out.append(float(lo + (max_lr - lo) * fall))
+    return {"rates": out, EVERY_RATE_A_FLOAT: all(type(r) is float for r in out)}
 
 
 def _warm(case: Case) -> bool:
@@ -89,6 +106,10 @@ def _with_min(case: Case) -> bool:
 
 def _min_left_out(case: Case) -> bool:
     return "min_lr" not in case.kwargs
+
+
+def _int_min(case: Case) -> bool:
+    return type(case.kwargs.get("min_lr")) is int
 
 
 # ------------------------------------------------------ 10.4 train step ---
@@ -156,43 +177,62 @@ def _clipped(case: Case) -> bool:
 # ------------------------------------------------------- 10.5 evaluate ---
 
 def _eval_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    # (dims, rows per batch, starting mode, batches given as, the batch on which loss_fn raises)
-    specs = [((3, 4, 1), [3, 5, 2], "train", "list", None), ((2, 3, 2), [4, 4], "eval", "list", None),
-             ((3, 4, 1), [2, 3, 4], "train", "list", 1)] if not hidden else [
-        ((4, 5, 2), [1, 6, 3, 2], "train", "list", None), ((3, 4, 1), [5, 2, 7], "eval", "generator", None),
-        ((2, 6, 3), [8], "train", "generator", None), ((3, 3, 1), [2, 9], "eval", "list", None),
-        ((3, 3, 1), [], "train", "list", None), ((2, 4, 2), [3, 2, 5], "train", "generator", 2),
-        ((2, 4, 2), [3, 2], "eval", "list", 0)]
+    # (dims, rows per batch, starting mode, batches given as, the batch on which loss_fn raises, the batch on
+    # which loss_fn counts no token and returns the mean over none, NaN: None for none, "all" for every batch)
+    specs = [((3, 4, 1), [3, 5, 2], "train", "list", None, None), ((2, 3, 2), [4, 4], "eval", "list", None, None),
+             ((3, 4, 1), [2, 3, 4], "train", "list", 1, None), ((3, 4, 1), [3, 4, 2], "train", "list", None, 1),
+             ((2, 3, 1), [3, 2], "train", "list", None, "all")] if not hidden else [
+        ((4, 5, 2), [1, 6, 3, 2], "train", "list", None, None), ((3, 4, 1), [5, 2, 7], "eval", "generator", None, None),
+        ((2, 6, 3), [8], "train", "generator", None, None), ((3, 3, 1), [2, 9], "eval", "list", None, None),
+        ((3, 3, 1), [], "train", "list", None, None), ((2, 4, 2), [3, 2, 5], "train", "generator", 2, None),
+        ((2, 4, 2), [3, 2], "eval", "list", 0, None), ((3, 4, 2), [4, 3, 5, 2], "train", "generator", None, 2),
+        ((2, 3, 2), [2, 5, 3], "eval", "list", None, 0), ((2, 3, 1), [3, 2, 4], "train", "generator", None, "all"),
+        ((3, 4, 1), [2, 3], "eval", "list", None, "all")]
     cases = []
-    for dims, rows, mode, given, fail in specs + ([((2, 3, 1), [3, 2], "train", "list", None)] if hidden else []):
-        uncounted = hidden and len(cases) == len(specs)  # the last hidden case: loss_fn counts no token at all
+    for dims, rows, mode, given, fail, empty in specs:
         meta = {"seed": int(rng.integers(2**31)), "dims": dims, "rows": rows, "scale": 1.0, "unused": False,
-                "mode": mode, "given": given, "fail": fail} | ({"uncounted": True} if uncounted else {})
+                "mode": mode, "given": given, "fail": fail, "empty": empty}
         cases.append(Case(f"{len(rows)} held-out batch(es) of {rows} rows as a {given}, the model in {mode} mode"
                           + (f", loss_fn raising RuntimeError on batch {fail}" if fail is not None else "")
-                          + (", loss_fn counting 0 tokens in every batch" if uncounted else ""), meta=meta))
+                          + (", loss_fn counting 0 tokens in every batch (its loss NaN)" if empty == "all" else
+                             f", loss_fn counting 0 tokens in batch {empty} (its loss NaN)" if empty is not None
+                             else ""), meta=meta))
     return cases
 
 
 def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool | str = True,
-          weighted: bool = True, restore_on_error: bool = True) -> Any:
+          weighted: bool = True, restore_on_error: bool = True, raise_at_empty: bool = False,
+          raise_before_restore: bool = False) -> Any:
+    """What evaluate's record shows. Knobs: the mode and grad mode of the loop, the mode restored (`restore`:
+    True, False, or the mode set whatever it was), the batch means `weighted` by their counts, the mode
+    restored when loss_fn raises; `raise_at_empty`: ValueError at the first batch that counts no token;
+    `raise_before_restore`: ValueError (no token counted at all) raised before the mode is restored."""
     meta = case.meta
     if meta["fail"] is not None:                                    # the error propagates, the mode is restored
         after = meta["mode"] if restore is True and restore_on_error else "eval"
         return {"raised": f"RuntimeError: loss_fn failed on batch {meta['fail']}", "mode after": after}
-    if not meta["rows"] or meta.get("uncounted", False):
-        return raises("no batches, or no counted token, to evaluate")
+    if not meta["rows"]:
+        return raises("no batches to evaluate")
+    looped = "train" if train else "eval"                           # the mode the loop ran in
+    after = meta["mode"] if restore is True else restore if restore else looped
+    empty, rows = meta["empty"], meta["rows"]
+    if raise_at_empty and empty is not None and empty != "all":
+        raise ValueError("a batch counts no token")
+    if empty == "all":                          # every batch runs, the mode is restored, then ValueError
+        return {"raised": "ValueError", "forward passes": 1 if raise_at_empty else len(rows),
+                "mode after": looped if raise_before_restore else after}
     model = net(meta)
     model.train(train)
     with torch.set_grad_enabled(grad):
-        losses = [(squared_error(model, b).item(), len(b[0])) for b in batches(meta)]
+        losses = [(squared_error(model, b).item(), 0 if i == empty else len(b[0]))
+                  for i, b in enumerate(batches(meta))]
+    counted = [(v, n) for v, n in losses if n]                      # a batch that counts no token adds nothing
     if weighted:
-        loss = sum(v * n for v, n in losses) / sum(n for _, n in losses)
+        loss = sum(v * n for v, n in counted) / sum(n for _, n in counted)
     else:
-        loss = sum(v for v, _ in losses) / len(losses)
+        loss = sum(v for v, _ in counted) / len(counted)
     return {"loss": loss, "every forward pass in eval mode": not train, "every forward pass without gradients": not grad,
-            "forward passes": len(losses),
-            "mode after": meta["mode"] if restore is True else restore if restore else ("train" if train else "eval")}
+            "forward passes": len(losses), "mode after": after}
 
 
 def _unequal(case: Case) -> bool:
@@ -219,11 +259,14 @@ register(
                     Mistake("Did you decay linearly? The schedule is a cosine: (1 + cos(pi * t)) / 2.",
                             variant(_lr, shape="linear")),
                     Mistake("Did you default min_lr to a tenth of max_lr? Left out, min_lr is 0.0: the rate decays "
-                            "to 0.", unless(_min_left_out, variant(_lr, default_min=0.1)))],
+                            "to 0.", unless(_min_left_out, variant(_lr, default_min=0.1))),
+                    Mistake("Did you return min_lr as it was given after total_steps? The rate is a Python float at "
+                            "every step, also when min_lr is given as the int 0: return float(min_lr).",
+                            unless(_int_min, variant(_lr, floor_as_given=True)))],
           hint="lr_at(step, max_lr, warmup_steps, total_steps, min_lr=0.0): max_lr * (step + 1) / warmup_steps "
                "during the warm-up; then min_lr + (max_lr - min_lr) * (1 + cos(pi * t)) / 2 with t = (step - warmup) / "
-               "(total - warmup) up to total_steps; min_lr after it. A float. Raises ValueError unless step >= 0 and "
-               "0 <= warmup_steps < total_steps."),
+               "(total - warmup) up to total_steps; min_lr after it. A Python float at every step, whatever the "
+               "arguments' types. Raises ValueError unless step >= 0 and 0 <= warmup_steps < total_steps."),
     Check(name="train_step", cases=_step_cases, expected=_step,
           mistakes=[Mistake("Did you clip after optimizer.step()? Clipping must change the gradients BEFORE the "
                             "step uses them: backward, clip, step.", unless(_clipped, variant(_step, clip_after=True))),
@@ -254,8 +297,8 @@ register(
                             "costs memory and time.", variant(_eval, grad=True)),
                     Mistake("Did you leave the model in eval mode? Put it back in the mode it arrived in "
                             "(model.train(was_training)), or the next training steps run without dropout.",
-                            unless(lambda c: c.meta["mode"] == "train" and c.meta["fail"] is None,
-                                   variant(_eval, restore=False))),
+                            unless(lambda c: c.meta["mode"] == "train" and c.meta["fail"] is None
+                                   and c.meta["empty"] != "all", variant(_eval, restore=False))),
                     Mistake("Did you call model.train() at the end whatever the mode was? Restore the mode the "
                             "model arrived in: model.train(was_training).",
                             unless(lambda c: c.meta["mode"] == "eval", variant(_eval, restore="train"))),
@@ -265,12 +308,22 @@ register(
                                                      variant(_eval, restore_on_error=False))),
                     Mistake("Did you divide by a count of zero? When the batches count no token at all there is "
                             "nothing to average: raise ValueError.",
-                            unless(lambda c: c.meta["uncounted"], lambda c: 0.0 / 0)),
+                            unless(lambda c: c.meta["empty"] == "all", lambda c: 0.0 / 0)),
+                    Mistake("Did you raise ValueError at the first batch that counts no token? Such a batch adds "
+                            "nothing (its loss is not read); only when no batch at all counted a token, after the "
+                            "loop, is there nothing to average.",
+                            unless(lambda c: c.meta["empty"] is not None, variant(_eval, raise_at_empty=True))),
+                    Mistake("Did you raise ValueError before restoring the model's mode? When no batch counted a "
+                            "token the error must reach the caller with the model back in the mode it arrived in: "
+                            "restore it first (a finally block does).",
+                            unless(lambda c: c.meta["empty"] == "all" and c.meta["mode"] == "train",
+                                   variant(_eval, raise_before_restore=True))),
                     Mistake("Did you average the batch means? Batches count different numbers of tokens: weight each "
                             "batch's mean by its count, sum(mean_b * count_b) / sum(count_b).",
                             unless(_unequal, variant(_eval, weighted=False)))],
           hint="evaluate: remember model.training, call model.eval(), loop once over the batches under "
-               "torch.no_grad() adding mean * count and count, restore the mode, return the total over the count as "
-               "a float; no batches (no counted tokens) raises ValueError; an error from loss_fn reaches the caller "
-               "with the model back in its mode (try/finally)."),
+               "torch.no_grad() adding mean * count and count (a batch whose count is 0 adds nothing: its loss, "
+               "NaN, is not read), restore the mode, return the total over the count as a float; no batches raise "
+               "ValueError, and so, after the loop and with the mode restored, do batches that count no token; an "
+               "error from loss_fn reaches the caller with the model back in its mode (try/finally)."),
 )

@@ -34,10 +34,30 @@ def on_meta(case: Case) -> bool:
     return torch.device(case.kwargs.get("device") or "cpu").type == "meta"
 
 
+#: the keys of the two masks recorded where the probe calls twice (``meta["overwrite"]``)
+FIRST = "first call"
+AGAIN = "second call, after the first call's mask was written over"
+
+
 def _call_mask(fn: Any, case: Case) -> Any:
-    """The mask ``fn(n, dtype=..., device=...)`` returned, (n, n); a meta tensor as its `tensor_summary`."""
+    """The mask ``fn(n, dtype=..., device=...)`` returned, (n, n); a meta tensor as its `tensor_summary`.
+    With ``meta["overwrite"]``: the first mask (as returned), then, after that value was written into it
+    (as a caller may write into a mask it was given), the mask a second call returns, as ``{FIRST: ...,
+    AGAIN: ...}``; the first mask is then put back as it was, so that a shared tensor changes no other case."""
     out = fn(*case.args, **case.kwargs)
-    return tensor_summary(out) if isinstance(out, torch.Tensor) and out.is_meta else out
+    if isinstance(out, torch.Tensor) and out.is_meta:
+        return tensor_summary(out)
+    value = case.meta.get("overwrite")
+    if value is None or not isinstance(out, torch.Tensor):
+        return out
+    first = out.clone()
+    out.fill_(value)
+    try:
+        again = fn(*case.args, **case.kwargs)
+        again = again.clone() if isinstance(again, torch.Tensor) else again
+    finally:
+        out.copy_(first)
+    return {FIRST: first, AGAIN: again}
 
 
 def _observe_mask(case: Case, raw: Any) -> Any:

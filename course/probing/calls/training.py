@@ -6,8 +6,8 @@ depends on its mode (as with dropout), so a step taken in eval mode, or an evalu
 training mode, gives other numbers; at every forward pass it records its mode and whether
 gradients were being recorded. Those records, what the student's function returned and the
 network's state afterwards are what the calls return: the judge derives every fact from them,
-outside the sandbox, with each probe's `observe` (`step_facts`, `eval_facts`, `mask_facts`,
-`rate_facts`): facts read from the record, never an answer.
+outside the sandbox, with each probe's `observe` (`rate_types`, `step_facts`, `eval_facts`,
+`mask_facts`, `rate_facts`): facts read from the record, never an answer.
 """
 
 from __future__ import annotations
@@ -126,6 +126,16 @@ def lr_values(fn: Any, case: Case) -> list:
     return [fn(step, *case.args, **case.kwargs) for step in case.meta["steps"]]
 
 
+#: the key of the fact that every rate came back as a Python float (not an int, a tensor, ...)
+EVERY_RATE_A_FLOAT = "every rate a Python float"
+
+
+def rate_types(case: Case, rates: list) -> dict[str, Any]:
+    """The rates `lr_values` recorded, and whether each is a Python float (an int such as a min_lr of 0
+    passed through is not: the contract promises floats)."""
+    return {"rates": rates, EVERY_RATE_A_FLOAT: all(type(r) is float for r in rates)}
+
+
 # -------------------------------------------------- the network we train ---
 
 class Net(nn.Module):
@@ -218,48 +228,57 @@ class LossFnFailed(RuntimeError):
     """What loss_fn raises in the cases that test evaluate's behaviour on an error."""
 
 
-def _counted(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
-    """(mean squared error over the batch's rows, number of rows)."""
-    return squared_error(model, batch), len(batch[0])
-
-
 def _call_evaluate(fn: Any, case: Case) -> dict[str, Any]:
     """evaluate(model, batches, loss_fn) on the network in mode ``meta["mode"]``, the batches as a list
     or a generator (``meta["given"]``), loss_fn raising LossFnFailed on batch ``meta["fail"]`` (None:
-    never) and counting no token when ``meta["uncounted"]`` (present only then). Returns what evaluate returned, the
-    message of loss_fn's error if it reached the caller (None otherwise), the network's record of
-    its forward passes and its mode afterwards."""
+    never) and counting no token on batch ``meta["empty"]`` ("all": on every batch; None: on none), where
+    it returns a count of 0 and the mean over no row, NaN. Returns what evaluate returned, the message of
+    loss_fn's error if it reached the caller (None otherwise), where every batch counts none the message
+    of the ValueError evaluate raised (None if it raised none), the network's record of its forward passes
+    and its mode afterwards."""
     meta = case.meta
     model = net(meta)
     model.train(meta["mode"] == "train")
     given = batches(meta)
-    fail, uncounted, seen = meta["fail"], meta.get("uncounted", False), []
+    fail, empty, seen = meta["fail"], meta["empty"], []
 
     def loss_fn(m: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
         seen.append(batch)
         if len(seen) - 1 == fail:
             raise LossFnFailed(f"loss_fn failed on batch {fail}")
-        loss, n = _counted(m, batch)
-        return loss, 0 if uncounted else n
+        x, y = batch
+        errors = (m(x) - y) ** 2
+        if empty == "all" or len(seen) - 1 == empty:
+            return errors[:0].mean(), 0                   # no token counted: the mean over none is NaN
+        return errors.mean(), len(x)
 
-    returned, error = None, None
+    returned, error, refused = None, None, None
     try:
         returned = fn(model, iter(given) if meta["given"] == "generator" else given, loss_fn)
     except LossFnFailed as exc:
         error = str(exc)
-    return {"returned": returned, "error from loss_fn": error, "calls": list(model.calls), "training": model.training}
+    except ValueError as exc:
+        if empty != "all":
+            raise
+        refused = f"ValueError: {exc}"
+    return {"returned": returned, "error from loss_fn": error, "ValueError": refused, "calls": list(model.calls),
+            "training": model.training}
 
 
 def eval_facts(case: Case, raw: dict[str, Any]) -> dict[str, Any]:
     """What an evaluation did, from the kernel's record (`_call_evaluate`): the loss it returned, or
     whether loss_fn's error reached the caller, the modes and grad modes of the forward passes, and
-    the mode it left the network in."""
+    the mode it left the network in. Where no batch counts a token: whether ValueError was raised, after
+    how many forward passes, and the mode the network was left in."""
     mode_after = "train" if raw["training"] else "eval"
     if raw["error from loss_fn"] is not None:
         return {"raised": f"RuntimeError: {raw['error from loss_fn']}", "mode after": mode_after}
     if case.meta["fail"] is not None:
         return {"raised": "nothing", "mode after": mode_after}
     calls = raw["calls"]
+    if case.meta["empty"] == "all":
+        return {"raised": "nothing" if raw["ValueError"] is None else "ValueError", "forward passes": len(calls),
+                "mode after": mode_after}
     return {"loss": raw["returned"], "every forward pass in eval mode": all(not t for t, _ in calls),
             "every forward pass without gradients": all(not g for _, g in calls),
             "forward passes": len(calls), "mode after": mode_after}
@@ -268,7 +287,7 @@ def eval_facts(case: Case, raw: dict[str, Any]) -> dict[str, Any]:
 register(
     Probe("training.shift_for_teacher_forcing"),
     Probe("training.cross_entropy", forbid=("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss")),
-    Probe("training.lr_at", call=lr_values),
+    Probe("training.lr_at", call=lr_values, observe=rate_types),
     Probe("training.train_step", call=_call_step, inputs_unchanged=False, observe=step_facts,
           forbid=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
                   "torch.nn.utils.clip_grads_with_norm_")),
