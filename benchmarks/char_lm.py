@@ -11,18 +11,21 @@ repository root with the text in a git-ignored folder (downloaded there if missi
     python benchmarks/char_lm.py --preset gpu --json data/runs/gpu.json       # one GPU: bf16, SDPA, compile
     torchrun --nproc_per_node=8 benchmarks/char_lm.py --preset gpu            # data parallel
 
-The machines are shared: compare timings only within one side-by-side run, and note the load.
+The machines are shared: compare timings only within one side-by-side run, and note the load
+(`benchmarks/versus_nanogpt.py` runs nanoGPT's own code beside this one). OpenMP's wait policy is
+left to the environment: unset, libgomp's threads spin a while before they sleep, which a step's
+many small operations need (with OMP_WAIT_POLICY=PASSIVE the nanogpt-cpu shape trained at about 40%
+fewer tokens per second on 2 cores: course/runs/versus_nanogpt_cpu.json against
+versus_nanogpt_cpu_passive.json); on a machine with more busy threads than cores, PASSIVE keeps
+spinning threads from collapsing.
 """
 
 from __future__ import annotations
 
 import os
 
-# Shared machines: OpenMP threads that spin while they wait collapse when there are more busy threads
-# than cores (20x slower measured at load 7 on 2 cores); passive waiting costs little when idle.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from course.char_lm import main
 
-from course.char_lm import main  # noqa: E402  (after the OpenMP setting: torch reads it when loaded)
 
 # nanoGPT (Karpathy), the same text and split: its README's configs
 ANCHORS = [

@@ -311,9 +311,15 @@ def test_offline_download_says_what_to_do(tmp_path, monkeypatch):
 def test_recorded_runs_load():
     for name in runs.names():
         run = runs.load(name)
-        assert run["task"] and run["config"]
         if run["task"] == "char_lm":
-            assert run["history"]["val"] and run["history"]["hardware"] and run["samples"]
+            assert run["config"] and run["history"]["val"] and run["history"]["hardware"] and run["samples"]
+        elif run["task"] == "versus_nanogpt":       # benchmarks/versus_nanogpt.py: side by side, its commit
+            assert run["nanogpt_commit"] and run["machine"] and run["rounds"] and run["ratio_to_nanogpt"]
+            assert all(r["nanogpt"]["val"] and r["course_fused"]["tokens_per_second"] for r in run["rounds"])
+        elif run["task"] == "modern_vs_gpt":        # course.modern_lm (chapter 11)
+            assert {"gpt", "modern"} <= set(run["runs"]) and all(r["val"] for r in run["runs"].values())
+        else:
+            assert run["task"] and run["config"], name
     with pytest.raises(FileNotFoundError, match="no recorded run"):
         runs.load("no such run")
 
