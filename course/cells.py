@@ -191,7 +191,8 @@ def uses_of(source: str, dotted: Sequence[str]) -> list[str]:
     ``F.softmax(x)``, ``x.softmax(-1)``, ``torch._softmax(x, -1, False)``, ``from torch import
     softmax as s``), whatever the module's alias; or, for any of them, PyTorch's low-level doors
     (``torch.ops``, ``torch._C``) and ``getattr`` with a string. A function of the student's own of
-    that name (``def softmax``, ``softmax(x)``) is not one. What the grader flags for a person to
+    that name (``def softmax``, ``softmax(x)``) is not one, nor one imported from the course's own
+    modules (``from course.reference.attention import scaled_dot_product_attention``). What the grader flags for a person to
     read: a name used is not proof of a forbidden call, nor its absence proof of none."""
     try:
         tree = ast.parse(source)
@@ -199,7 +200,8 @@ def uses_of(source: str, dotted: Sequence[str]) -> list[str]:
         return []
     names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     names |= {a.name.rpartition(".")[2] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-              for a in n.names}
+              and not (isinstance(n, ast.ImportFrom) and (n.module or "").startswith("course."))
+              for a in n.names}   # the course's own pieces (chapter 4's scaled_dot_product_attention) are not PyTorch's
     doors = bool(names & {"ops", "_C"}) or any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" for n in ast.walk(tree))
     return [name for name in dotted if doors or any(name.rpartition(".")[2] in n for n in names)]

@@ -197,6 +197,9 @@ def test_course_imports_nothing_of_the_autograder_and_this_module_nothing_heavy(
     ("def softmax(x, dim):\n    e = (x - x.max(dim, keepdim=True).values).exp()\n    return e / e.sum(dim, keepdim=True)\n"
      "\n\ny = softmax(torch.ones(3), 0)\n", []),
     ("this is not python(", []),
+    ("from course.reference.attention import softmax\n\ny = softmax(torch.ones(3), 0)\n", []),  # the course's own
+    ("from course.reference.attention import softmax\nfrom torch import softmax as s\n",
+     ["torch.softmax", "torch.Tensor.softmax"]),
 ])
 def test_uses_of_finds_a_named_function_whatever_its_alias_but_not_the_students_own(source, found):
     assert cells.uses_of(source, ["torch.softmax", "torch.Tensor.softmax"]) == found

@@ -10,6 +10,7 @@ outputs, which the judge compares outside the sandbox.
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any, Callable
 
 import torch
@@ -74,3 +75,24 @@ def parameter_table(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]
     """{parameter name: (shape, dtype)}: what the contract says a module holds."""
     return {name: (tuple(p.shape), str(p.dtype).removeprefix("torch."))
             for name, p in module.named_parameters()}
+
+
+#: the key of a parameter report's table, and of the count `with_count` adds on the judge's side
+PARAMS = "parameters (name: shape, dtype)"
+COUNT = "number of parameters"
+
+
+def parameters(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The module's parameter table, sorted by name."""
+    return dict(sorted(parameter_table(module).items()))
+
+
+def count(table: dict[str, tuple]) -> int:
+    """The number of parameters of a parameter table {name: (shape, dtype)}."""
+    return sum(math.prod(shape) for shape, _ in table.values())
+
+
+def with_count(case: Any, raw: dict) -> dict:
+    """`observe` of the parameter checks: the raw report (a parameter table under PARAMS, and what
+    else the probe read off the module), with the number of parameters the table adds up to."""
+    return {**raw, COUNT: count(raw[PARAMS])}

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from ..cases import Case
-from ..kit import build, load_weights, parameter_table, run_modes
+from ..kit import COUNT, PARAMS, build, count, load_weights, parameters, run_modes, with_count  # noqa: F401
 from ..runner import Probe, register
 
 #: the keys of the raw reports the parameter checks return
-PARAMS = "parameters (name: shape, dtype)"
 FFN_P = "dropout probability"                          # FeedForward: self.dropout.p
 LAYER_P = "dropout probability (self.dropout)"         # EncoderLayer: self.dropout.p
 LAYER_FFN_P = "dropout probability (self.ffn.dropout)"  # EncoderLayer: self.ffn.dropout.p
@@ -28,7 +26,6 @@ AFTER = "parameters after sequences of 3 and 11 positions"  # Encoder: the table
 #: the keys of the encoder's forward report
 OUT, PERM = "output", "output on the positions permuted"
 #: the keys the parameter checks' `observe` adds: the number of parameters the table (PARAMS, AFTER) adds up to
-COUNT = "number of parameters"
 AFTER_COUNT = "number of parameters after sequences of 3 and 11 positions"
 
 _FFN_LAYOUT = ("The module holds linear1 = nn.Linear(d_model, d_ff) and linear2 = nn.Linear(d_ff, d_model), "
@@ -39,22 +36,6 @@ _LAYER_LAYOUT = ("The layer holds norm1 and norm2 (LayerNorm(d_model)), self_att
                  "num_heads)) and ffn (FeedForward(d_model, d_ff, dropout))")
 _ENCODER_LAYOUT = ("The encoder holds layers, an nn.ModuleList of num_layers EncoderLayer(d_model, num_heads, d_ff, "
                    "dropout), and norm, a final LayerNorm(d_model)")
-
-
-def parameters(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]:
-    """The module's parameter table, sorted by name."""
-    return dict(sorted(parameter_table(module).items()))
-
-
-def count(table: dict[str, tuple]) -> int:
-    """The number of parameters of a parameter table {name: (shape, dtype)}."""
-    return sum(int(np.prod(shape)) for shape, _ in table.values())
-
-
-def with_count(case: Case, raw: dict) -> dict:
-    """`observe` of the parameter checks: the raw report (a parameter table under PARAMS, and what
-    else the probe read off the module), with the number of parameters the table adds up to."""
-    return {**raw, COUNT: count(raw[PARAMS])}
 
 
 def _encoder_facts(case: Case, raw: dict) -> dict:
