@@ -14,8 +14,10 @@ import ipywidgets as widgets
 from .protocol import PROBE_DIR_ENV
 
 
-def implemented_or_reference(student_fn: Callable, reference: str, *probe_args: Any) -> Callable:
-    """Return `student_fn` if it runs on `probe_args`, else the reference.
+def implemented_or_reference(student_fn: Callable, reference: str, *probe_args: Any,
+                             use: Callable[[Any], Any] | None = None) -> Callable:
+    """Return `student_fn` if it runs on `probe_args` (and `use`, if given, runs on what that call
+    returned: a module's forward pass, say), else the reference.
 
     `reference` names the reference object as ``"module.name"`` inside
     `course.reference`, e.g. ``"tokenizing.train_bpe"``. Figures call this so
@@ -24,7 +26,9 @@ def implemented_or_reference(student_fn: Callable, reference: str, *probe_args: 
     (as while grading), the student's function is returned unchanged.
     """
     try:
-        student_fn(*probe_args)
+        made = student_fn(*probe_args)
+        if use is not None:
+            use(made)
         return student_fn
     except Exception as err:
         module, _, name = reference.rpartition(".")

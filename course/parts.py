@@ -1,6 +1,6 @@
 """The pieces of the transformer the course builds, by name, and whose they are.
 
-Chapter 10 trains a model assembled from chapters 2 to 9. `reference_parts()` gives the
+Chapter 10 trains a model assembled from chapters 2 to 9, chapter 11 one with its own pieces. `reference_parts()` gives the
 course's own answers (`course.reference.<topic>`); `course.learner.learner_parts(...)` gives a
 learner's answers where they exist and pass their checks, and the reference otherwise. Either
 way the result is a `Parts`: ``parts.Transformer`` is a class, ``parts.owner("Transformer")``
@@ -37,6 +37,13 @@ PIECES: dict[str, str] = {
     "train_step": "training",
     "evaluate": "training",
     "mask_tokens": "training",
+    "RMSNorm": "modern",
+    "apply_rope": "modern",
+    "GroupedQueryAttention": "modern",
+    "AdamW": "modern",
+    "decay_groups": "modern",
+    "ModernDecoderLayer": "modern",
+    "ModernLM": "modern",
 }
 
 

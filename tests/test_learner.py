@@ -46,7 +46,7 @@ def write_notebook(folder: Path, chapter: str, stub: bool = False,
 
 @pytest.fixture(scope="module")
 def learner(tmp_path_factory):
-    """Chapters 2, 3 (a wrong PositionalEncoding), 5, 6 (the stub), 7 and 8; none of 4, 9 and 10."""
+    """Chapters 2, 3 (a wrong PositionalEncoding), 5, 6 (the stub), 7 and 8; none of 4, 9, 10 and 11."""
     root = tmp_path_factory.mktemp("learner")
     notebooks = root / "chapters"
     notebooks.mkdir()
@@ -61,7 +61,7 @@ def learner(tmp_path_factory):
 
 def test_each_piece_is_yours_where_it_passes_else_the_reference_with_why(learner):
     report, parts = learner
-    assert report.missing == ["attention", "decoding", "training"]
+    assert report.missing == ["attention", "decoding", "training", "modern"]
     expected = {"PositionalEncoding": "fails check positional_encoding.positional_encoding",
                 "LayerNorm": "not implemented"}
     for piece, topic in PIECES.items():
@@ -74,7 +74,7 @@ def test_each_piece_is_yours_where_it_passes_else_the_reference_with_why(learner
             assert getattr(parts, piece).__module__ == f"course.reference.{PIECES[piece]}", piece
     assert set(parts.objects) == set(PIECES)
     table = parts.table()
-    assert "fails check positional_encoding.positional_encoding" in table and "9 of 22 pieces are yours" in table
+    assert "fails check positional_encoding.positional_encoding" in table and "9 of 29 pieces are yours" in table
 
 
 def test_reference_imports_point_at_the_learners_own_modules(learner):
@@ -154,5 +154,5 @@ def test_the_command_collects_and_prints_whose_each_piece_is(tmp_path):
     lines = {line.split()[0]: line.split()[2] for line in proc.stdout.splitlines()
              if line.split() and line.split()[0] in PIECES}
     assert lines["Embedding"] == "yours" and lines["Transformer"] == "reference"
-    assert "1 of 22 pieces are yours" in proc.stdout
+    assert "1 of 29 pieces are yours" in proc.stdout
     assert collect(notebooks, tmp_path / "pkg").notebooks == {"embedding": notebooks / "02_embedding.ipynb"}  # again

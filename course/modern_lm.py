@@ -1,0 +1,174 @@
+"""Chapter 11's measured comparison: chapter 10's GPT-style character model against the modern one.
+
+Both are trained by chapter 10's `course.train.fit` on Tiny Shakespeare with the same schedule,
+batches and seed, at nearly the same parameter count (0.80M), built from the course's own pieces
+(chapter 4's attention in both; no fused kernels), one after the other on one machine. `VARIANTS`
+names the runs: ``gpt`` (chapter 10's `DecoderLM`), ``modern`` (chapter 11's `ModernLM`), and
+single-change ablations of the modern model, each keeping the parameter count within 2%:
+
+* ``sinusoidal``: no rotation in attention; chapter 3's sinusoidal table added to the embedding,
+  initialised and scaled as chapter 10's model does it;
+* ``layernorm``: chapter 6's LayerNorm (with its bias) in place of every RMSNorm;
+* ``gelu``: chapter 7's GELU FeedForward (two matrices of d_ff = 576, with its biases) in place of
+  SwiGLU (three of 384);
+* ``mha`` and ``mqa``: 4 and 1 key/value heads in place of 2 (d_ff 341 and 405 keep the count).
+
+Run from the repository root (the book trains nothing long; it shows the recorded file)::
+
+    python -m course.modern_lm --data data/tinyshakespeare.txt --json course/runs/modern_vs_gpt_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import course.reference.modern as modern
+from course.data import DEFAULT_PATH, SHA256, CharCorpus, load_text
+from course.models import DecoderLM, DecoderLMConfig
+from course.reference.add_norm import LayerNorm
+from course.reference.feed_forward import FeedForward
+from course.reference.positional_encoding import PositionalEncoding
+from course.train import TrainConfig, cpu_name, fit, load_average
+
+
+@dataclass
+class Variant:
+    """One run: the modern model's config, and what the ablation changes (None: nothing)."""
+
+    config: modern.ModernConfig
+    change: str | None = None           # "sinusoidal", "layernorm" or "gelu"
+    gelu_d_ff: int = 576
+
+
+BASE = modern.ModernConfig(vocab_size=69, d_model=128, num_heads=4, num_kv_heads=2, num_layers=4, d_ff=384)
+VARIANTS: dict[str, Variant | None] = {
+    "gpt": None,                                         # chapter 10's DecoderLM: DecoderLMConfig below
+    "modern": Variant(BASE),
+    "sinusoidal": Variant(BASE, "sinusoidal"),
+    "layernorm": Variant(BASE, "layernorm"),
+    "gelu": Variant(BASE, "gelu"),
+    "mha": Variant(replace(BASE, num_kv_heads=4, d_ff=341)),
+    "mqa": Variant(replace(BASE, num_kv_heads=1, d_ff=405)),
+}
+GPT = DecoderLMConfig(vocab_size=69, d_model=128, num_heads=4, num_layers=4, d_ff=512, dropout=0.0, max_len=64)
+# nanoGPT's CPU schedule at half its steps (chapter 10's nanogpt-cpu preset, 1,000 steps)
+TRAIN = TrainConfig(steps=1000, batch_size=12, max_lr=1e-3, min_lr=1e-4, warmup_steps=50, weight_decay=0.1,
+                    betas=(0.9, 0.99), eval_every=100, eval_batches=20, seed=1337, threads=1, progress=False)
+
+
+class _Positions(nn.Module):
+    """An embedding followed by chapter 3's sinusoidal table, as chapter 10's model has them: the
+    embedding initialised N(0, 1/d_model) and scaled by sqrt(d_model), so that tokens (size 1) and
+    positions (size about 0.7) start on the same scale: ids (batch, n) -> (batch, n, d_model)."""
+
+    def __init__(self, embedding: nn.Embedding, max_len: int) -> None:
+        super().__init__()
+        self.embedding = embedding
+        self.positions = PositionalEncoding(embedding.embedding_dim, max_len=max_len)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.positions(self.embedding(ids) * self.embedding.embedding_dim ** 0.5)
+
+
+@contextmanager
+def rotation_off(off: bool) -> Iterator[None]:
+    """While inside, `course.reference.modern`'s attention rotates nothing (the sinusoidal ablation)."""
+    rotate = modern.apply_rope
+    if off:
+        modern.apply_rope = lambda x, positions, base=10000.0: x
+    try:
+        yield
+    finally:
+        modern.apply_rope = rotate
+
+
+def build(name: str, vocab_size: int, block_size: int, seed: int) -> nn.Module:
+    """The model of VARIANTS[name] for `vocab_size`, initialised from `seed`: embeddings N(0, 0.02^2)
+    for the modern models (GPT-2's scale; nn.Embedding's own N(0, 1) would make the tied output's
+    first logits about sqrt(d_model) = 11 times too large)."""
+    torch.manual_seed(seed)
+    variant = VARIANTS[name]
+    if variant is None:
+        return DecoderLM(replace(GPT, vocab_size=vocab_size, max_len=block_size))
+    model = modern.ModernLM(replace(variant.config, vocab_size=vocab_size))
+    nn.init.normal_(model.embedding.weight, std=0.02)
+    d = variant.config.d_model
+    if variant.change == "sinusoidal":
+        nn.init.normal_(model.embedding.weight, std=d ** -0.5)
+        model.embedding = _Positions(model.embedding, block_size)
+    for layer in model.layers:
+        if variant.change == "layernorm":
+            layer.norm1, layer.norm2 = LayerNorm(d), LayerNorm(d)
+        if variant.change == "gelu":
+            layer.ffn = FeedForward(d, variant.gelu_d_ff, activation="gelu")
+    if variant.change == "layernorm":
+        model.norm = LayerNorm(d)
+    return model
+
+
+def train(name: str, corpus: CharCorpus, config: TrainConfig = TRAIN, block_size: int = 64) -> dict:
+    """Train VARIANTS[name] with chapter 10's fit; returns its record (parameters, val curve, seconds)."""
+    model = build(name, corpus.vocab_size, block_size, config.seed)
+    modern_model = VARIANTS[name] is not None
+
+    def get_batch(split: str, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        return corpus.batch(split, block_size, config.batch_size, generator)
+
+    def loss_fn(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        x, y = batch
+        logits = model(x)[0] if modern_model else model(x)             # ModernLM returns (logits, caches)
+        return F.cross_entropy(logits.flatten(0, 1), y.flatten())
+
+    before = load_average()
+    with rotation_off(name == "sinusoidal"):
+        history = fit(model, get_batch, loss_fn, config, count=lambda batch: batch[1].numel())
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "parameters": sum(p.numel() for p in model.parameters()), "val": history.val,
+            "val_seconds": [round(s, 2) for s in history.val_seconds], "seconds": round(history.seconds, 2),
+            "tokens_per_second": round(history.tokens_per_second), "final_val": round(history.val[-1][1], 4),
+            "load_before": before, "load_after": load_average()}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=DEFAULT_PATH)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--steps", type=int, default=TRAIN.steps)
+    parser.add_argument("--threads", type=int, default=TRAIN.threads)
+    parser.add_argument("--json", help="write the runs here")
+    parser.add_argument("--update", action="store_true", help="keep the other runs already in --json")
+    args = parser.parse_args(argv)
+    corpus = CharCorpus(load_text(args.data, expected=SHA256))
+    config = replace(TRAIN, steps=args.steps, threads=args.threads)
+    record = {"task": "modern_vs_gpt", "machine": cpu_name(), "threads": config.threads, "torch": torch.__version__,
+              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)"),
+              "train": asdict(config), "block_size": 64, "gpt": asdict(GPT),
+              "variants": {n: None if v is None else {**asdict(v.config), "change": v.change}
+                           for n, v in VARIANTS.items()},
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": {}}
+    if args.update and args.json and os.path.exists(args.json):
+        with open(args.json) as f:
+            record["runs"] = json.load(f)["runs"]
+    for name in args.variants:
+        run = train(name, corpus, config)
+        record["runs"][name] = run
+        print(f"{name:<11} {run['parameters']:>8,} parameters  val {run['final_val']:.4f}  {run['seconds']:6.1f} s  "
+              f"{run['tokens_per_second']:>6,} tokens/s  load {run['load_before']}", flush=True)
+        if args.json:                                    # after every run: a long job interrupted keeps its runs
+            with open(args.json, "w") as f:
+                json.dump(record, f, indent=1)
+    return record
+
+
+if __name__ == "__main__":
+    main()

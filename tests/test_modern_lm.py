@@ -1,0 +1,91 @@
+"""Chapter 11's measured comparison (course.modern_lm) and the side-by-side benchmark against nanoGPT
+(benchmarks/versus_nanogpt.py): the variants are what they say, the runs run, nanoGPT's log is read
+right. Fast: tiny runs, and a stand-in for nanoGPT's train.py (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import course.reference.modern as modern
+from course import modern_lm
+from course.data import CharCorpus
+from course.reference.add_norm import LayerNorm
+from course.reference.feed_forward import FeedForward
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_variant_keeps_the_parameter_count_within_two_percent():
+    counts = {name: sum(p.numel() for p in modern_lm.build(name, 69, 64, 0).parameters())
+              for name in modern_lm.VARIANTS}
+    for name, n in counts.items():
+        assert abs(n / counts["gpt"] - 1) < 0.02, (name, n, counts["gpt"])
+
+
+def test_each_ablation_changes_the_one_thing_it_names():
+    base = modern_lm.build("modern", 69, 64, 0)
+    assert all(isinstance(m, modern.RMSNorm) for m in (base.norm, base.layers[0].norm1))
+    assert all(not isinstance(m, LayerNorm) for m in base.modules())
+    assert all(isinstance(m, LayerNorm) for m in (modern_lm.build("layernorm", 69, 64, 0).norm,
+                                                  modern_lm.build("layernorm", 69, 64, 0).layers[0].norm2))
+    assert isinstance(modern_lm.build("gelu", 69, 64, 0).layers[0].ffn, FeedForward)
+    assert modern_lm.build("mqa", 69, 64, 0).layers[0].attn.num_kv_heads == 1
+    sinusoidal = modern_lm.build("sinusoidal", 69, 64, 0)
+    assert isinstance(sinusoidal.embedding, modern_lm._Positions)     # the table, added to the scaled embedding
+    x = torch.randn(1, 3, 4)
+    with modern_lm.rotation_off(True):
+        assert torch.equal(modern.apply_rope(x, torch.arange(3)), x)
+    assert not torch.equal(modern.apply_rope(x, torch.arange(3)), x)   # restored afterwards
+
+
+def test_a_tiny_comparison_trains_and_records(tmp_path):
+    corpus = CharCorpus("To be, or not to be, that is the question. " * 60)
+    config = replace(modern_lm.TRAIN, steps=6, warmup_steps=2, eval_every=3, eval_batches=2, threads=1)
+    for name in ("gpt", "sinusoidal"):
+        run = modern_lm.train(name, corpus, config, block_size=16)
+        assert [step for step, _ in run["val"]] == [3, 6] and run["final_val"] < 5 and run["parameters"] > 0
+
+
+def _versus():
+    spec = importlib.util.spec_from_file_location("versus_nanogpt", ROOT / "benchmarks" / "versus_nanogpt.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_nanogpts_log_is_read_over_its_training_steps_only(tmp_path):
+    """A stand-in for nanoGPT's train.py prints its log lines: iterations 0 and 250 (which evaluated)
+    are left out of tokens/s, the last validation loss is the result, bias=True reaches it."""
+    versus = _versus()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "train_shakespeare_char.py").write_text("")
+    (tmp_path / "train.py").write_text(
+        "import sys\n"
+        "assert '--device=cpu' in sys.argv and '--max_iters=2000' in sys.argv\n"
+        "print('step 0: train loss 4.2000, val loss 4.1000')\n"
+        "for i in range(0, 501):\n"
+        "    if i % 250 == 0 and i: print(f'step {i}: train loss 2.0000, val loss {3 - i / 500:.4f}')\n"
+        "    slow = i % 250 == 0\n"
+        "    print(f'iter {i}: loss 2.0000, time {900.0 if slow else 10.0:.2f}ms, mfu 0.01%')\n"
+        "print('bias' if '--bias=True' in sys.argv else 'no bias', file=sys.stderr)\n")
+    run = versus.run_nanogpt(str(tmp_path), threads=1, out_dir=str(tmp_path / "out"))
+    assert run["train_steps_counted"] == 498 and run["final_val"] == 2.0
+    assert run["tokens_per_second"] == round(498 * versus.TOKENS_PER_ITER / (498 * 0.010))
+    assert run["val"][0] == (0, 4.1)
+
+
+def test_nanogpts_data_files_are_written_as_its_prepare_script_writes_them(tmp_path):
+    versus = _versus()
+    text = tmp_path / "input.txt"
+    text.write_text("abcabcabcd")
+    versus.prepare_nanogpt_data(str(tmp_path / "nanoGPT"), str(text))
+    folder = tmp_path / "nanoGPT" / "data" / "shakespeare_char"
+    train, val = np.fromfile(folder / "train.bin", dtype=np.uint16), np.fromfile(folder / "val.bin", dtype=np.uint16)
+    assert train.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2] and val.tolist() == [3]
+    assert pickle.loads((folder / "meta.pkl").read_bytes())["vocab_size"] == 4
