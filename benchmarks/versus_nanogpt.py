@@ -6,7 +6,8 @@ command (4 layers x 128, block 64, batch 12, 2,000 iterations, evaluations every
 course's `--preset nanogpt-cpu` (the same shape, batch and schedule) with PyTorch's fused kernels
 (``fused``) and, if asked, with the course's own pieces (``own``) and nanoGPT with biases
 (``--nanogpt-bias``: the README's run has none; the course's model has them, as the 2017 paper's).
-Rounds alternate, so a change of the machine's load falls on every side. From the repository root::
+Every other round runs the sides in the reverse order, so a steady change of the machine's load
+falls on every side (`orders` in the record). From the repository root::
 
     python benchmarks/versus_nanogpt.py --nanogpt ~/nanoGPT --data data/tinyshakespeare.txt \\
         --rounds 2 --course fused own --nanogpt-bias --json course/runs/versus_nanogpt_cpu.json
@@ -137,12 +138,17 @@ def main(argv: list[str] | None = None) -> dict:
                                 f"--threads {args.threads}",
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rounds": []}
     with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "nanogpt-out")
+        sides = {"nanogpt": lambda: run_nanogpt(checkout, args.threads, out),
+                 **({"nanogpt_bias": lambda: run_nanogpt(checkout, args.threads, out, bias=True)}
+                    if args.nanogpt_bias else {}),
+                 **{f"course_{v}": lambda v=v: run_course(text, COURSE_FUSED[v], args.threads, folder)
+                    for v in args.course}}
         for r in range(args.rounds):
-            runs = {"nanogpt": run_nanogpt(checkout, args.threads, os.path.join(folder, "nanogpt-out"))}
-            if args.nanogpt_bias:
-                runs["nanogpt_bias"] = run_nanogpt(checkout, args.threads, os.path.join(folder, "nanogpt-out"), bias=True)
-            for variant in args.course:
-                runs[f"course_{variant}"] = run_course(text, COURSE_FUSED[variant], args.threads, folder)
+            order = list(sides) if r % 2 == 0 else list(reversed(sides))   # a trend in the load falls on both sides
+            done = {name: sides[name]() for name in order}
+            runs = {name: done[name] for name in sides}
+            record["orders"] = record.get("orders", []) + [order]
             record["rounds"].append(runs)
             print(f"round {r + 1}: " + "; ".join(f"{name} {run['tokens_per_second']:,} tokens/s, val "
                                                  f"{run['final_val']:.4f}, {run['wall_seconds']} s wall"

@@ -146,7 +146,7 @@ def mask_tokens(tokens: torch.Tensor, mask_id: int, vocab_size: int, special_ids
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be in [0, 1], got {p}")
-    special_set = {int(i) for i in special_ids}                       # once: special_ids may be a generator
+    special_set = {int(i) for i in special_ids}                       # built once, not per position
     special = torch.tensor(sorted(special_set), dtype=tokens.dtype)
     ordinary = ~torch.isin(tokens, special)
     draw = torch.rand(tokens.shape, generator=generator)
