@@ -38,7 +38,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from course.train import cpu_name, load_average  # noqa: E402
+from course.train import cpu_name, load_average, omp_wait_policy  # noqa: E402
 
 # nanoGPT's README, "I only have a macbook": its CPU run of shakespeare_char
 NANOGPT_FLAGS = ["--device=cpu", "--compile=False", "--eval_iters=20", "--log_interval=1", "--block_size=64",
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
     prepare_nanogpt_data(checkout, text)
     import torch
     record = {"task": "versus_nanogpt", "machine": cpu_name(), "cores": os.cpu_count(), "threads": args.threads,
-              "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)"),
+              "torch": torch.__version__, "omp_wait_policy": omp_wait_policy(),
               "nanogpt_commit": nanogpt_commit(checkout), "nanogpt_command": " ".join(["train.py",
               "config/train_shakespeare_char.py", *NANOGPT_FLAGS]),
               "course_command": "benchmarks/char_lm.py --preset nanogpt-cpu --fused {1: fused, 0: own} "

@@ -192,8 +192,9 @@ def uses_of(source: str, dotted: Sequence[str]) -> list[str]:
     softmax as s``), whatever the module's alias; or, for any of them, PyTorch's low-level doors
     (``torch.ops``, ``torch._C``) and ``getattr`` with a string. A function of the student's own of
     that name (``def softmax``, ``softmax(x)``) is not one, nor one imported from the course's own
-    modules (``from course.reference.attention import scaled_dot_product_attention``). What the grader flags for a person to
-    read: a name used is not proof of a forbidden call, nor its absence proof of none."""
+    modules (``from course.reference.attention import scaled_dot_product_attention``). What the
+    grader flags for a person to read: a name used is not proof of a forbidden call, nor its absence
+    proof of none."""
     try:
         tree = ast.parse(source)
     except SyntaxError:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -38,6 +37,7 @@ from course.train import (
     estimate_flops_per_token,
     fit,
     load_average,
+    omp_wait_policy,
     setup_distributed,
 )
 
@@ -135,7 +135,7 @@ def record(config: CharLMConfig, history: History, samples: list[str], load_befo
            "val_seconds": [round(s, 2) for s in history.val_seconds]}
     return {"task": "char_lm", "config": asdict(config), "history": run, "samples": samples,
             "load_average": {"before": load_before, "after": load_average()},
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)"),
+            "omp_wait_policy": omp_wait_policy(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 

@@ -38,7 +38,7 @@ from course.models import DecoderLM, DecoderLMConfig
 from course.reference.add_norm import LayerNorm
 from course.reference.feed_forward import FeedForward
 from course.reference.positional_encoding import PositionalEncoding
-from course.train import TrainConfig, cpu_name, fit, load_average
+from course.train import TrainConfig, cpu_name, fit, load_average, omp_wait_policy
 
 
 @dataclass
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> dict:
     corpus = CharCorpus(load_text(args.data, expected=SHA256))
     config = replace(TRAIN, steps=args.steps, threads=args.threads)
     record = {"task": "modern_vs_gpt", "machine": cpu_name(), "threads": config.threads, "torch": torch.__version__,
-              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)"),
+              "omp_wait_policy": omp_wait_policy(),
               "train": asdict(config), "block_size": 64, "gpt": asdict(GPT),
               "variants": {n: None if v is None else {**asdict(v.config), "change": v.change}
                            for n, v in VARIANTS.items()},

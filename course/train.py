@@ -152,6 +152,11 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def omp_wait_policy() -> str:
+    """How OpenMP's threads wait for work in this process (OMP_WAIT_POLICY), for a run's record."""
+    return os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)")
+
+
 def hardware(device: torch.device, world_size: int = 1) -> str:
     """A line naming what `device` is: the GPU model, or the CPU and its threads."""
     if device.type == "cuda":

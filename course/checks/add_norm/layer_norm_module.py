@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course.probing.calls.add_norm import NEW, PARAMS
+from course.probing.calls.add_norm import NEW
+from course.probing.kit import PARAMS
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register

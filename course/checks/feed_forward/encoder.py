@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from course.probing.calls.feed_forward import AFTER_COUNT, COUNT, ENCODER_P, OUT, PARAMS, PERM, count, permuted
+from course.probing.calls.feed_forward import AFTER_COUNT, ENCODER_P, OUT, PERM, permuted
+from course.probing.kit import COUNT, PARAMS, count
 
 from .. import kit
 from ..framework import Case, Check, Mistake, register

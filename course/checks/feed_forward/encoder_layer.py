@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course.probing.calls.feed_forward import COUNT, LAYER_FFN_P, LAYER_P, PARAMS, count
+from course.probing.calls.feed_forward import LAYER_FFN_P, LAYER_P
+from course.probing.kit import COUNT, PARAMS, count
 
 from .. import kit
 from ..framework import Case, Check, Mistake, register

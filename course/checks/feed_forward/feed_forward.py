@@ -9,7 +9,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.probing.calls.feed_forward import COUNT, FFN_P, PARAMS
+from course.probing.calls.feed_forward import FFN_P
+from course.probing.kit import COUNT, PARAMS
 
 from .. import kit
 from ..framework import Case, Check, Mistake, register

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.probing.calls.modern.attention import CALLS, COUNT, GIVEN, PARAMS, RETURNED
+from course.probing.calls.modern.attention import CALLS, GIVEN, RETURNED
+from course.probing.kit import COUNT, PARAMS
 
 from .. import kit
 from ..framework import Case, Check, Mistake, register

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.probing.calls.modern.attention import CALLS, COUNT, GIVEN, PARAMS, RETURNED
+from course.probing.calls.modern.attention import CALLS, GIVEN, RETURNED
+from course.probing.kit import COUNT, PARAMS
 from course.probing.calls.modern.model import TIED
 from course.reference.positional_encoding import sinusoidal_encoding
 

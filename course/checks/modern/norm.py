@@ -19,7 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.probing.calls.modern.norm import DTYPE, NEW, OUT, PARAMS
+from course.probing.calls.modern.norm import DTYPE, NEW, OUT
+from course.probing.kit import PARAMS
 from course.probing.plain import to_plain
 
 from .. import kit

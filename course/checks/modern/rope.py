@@ -25,7 +25,7 @@ from course.probing.calls.modern.norm import DTYPE, OUT
 from course.probing.calls.modern.rope import LENGTHS, ROT_K, ROT_Q, SCORES, relative_facts
 
 from .. import kit
-from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
+from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
 
 BASE = 10000.0

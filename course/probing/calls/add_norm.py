@@ -15,13 +15,13 @@ from torch import nn
 
 from .. import cases
 from ..cases import Case
-from ..kit import build, load_weights, parameter_table, run_modes
+from ..kit import PARAMS, build, load_weights, parameter_table, run_modes
 from ..runner import Probe, register
 
 _FORBID = ("torch.nn.functional.layer_norm", "torch.layer_norm", "torch.native_layer_norm")
 
 #: the keys of a new module's report (`_init_report`)
-PARAMS, NEW = "parameters (name: shape, dtype)", "forward(x) of the new module"
+NEW = "forward(x) of the new module"
 
 
 # ------------------------------------------------------ what the cases carry ---

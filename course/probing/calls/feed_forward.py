@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..cases import Case
-from ..kit import COUNT, PARAMS, build, count, load_weights, parameters, run_modes, with_count  # noqa: F401
+from ..kit import PARAMS, build, count, load_weights, parameters, run_modes, with_count
 from ..runner import Probe, register
 
 #: the keys of the raw reports the parameter checks return

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ...cases import Case
-from ...kit import COUNT, PARAMS, build, load_weights, parameters, run_modes, with_count  # noqa: F401  (the checks read the keys here)
+from ...kit import PARAMS, build, load_weights, parameters, run_modes, with_count
 from ...runner import Probe, register
 
 #: the keys of the raw reports

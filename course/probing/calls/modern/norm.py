@@ -13,12 +13,12 @@ import torch
 from torch import nn
 
 from ...cases import Case
-from ...kit import build, load_weights, parameter_table, run_modes
+from ...kit import PARAMS, build, load_weights, parameter_table, run_modes
 from ...runner import Probe, register
 
 #: the keys of a forward pass's report, and of a new module's
 OUT, DTYPE = "output", "output dtype"
-PARAMS, NEW = "parameters (name: shape, dtype)", "a new module's forward(x)"
+NEW = "a new module's forward(x)"
 
 FORBID = ("torch.nn.functional.rms_norm", "torch.rms_norm")
 _LAYOUT = "RMSNorm(d_model, eps) holds one parameter, weight (d_model,), and no bias"
