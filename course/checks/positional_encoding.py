@@ -350,7 +350,9 @@ _FORWARD = dict(
 def _buffer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     def draw(low: int, high: int) -> int:  # an integer in [low, high]
         return int(rng.integers(low, high + 1))
-    specs = [(2 * draw(2, 6), draw(8, 32), None)] if not hidden else \
+    # two visible modules of different widths: no one fixed answer fits both
+    d = 2 * draw(2, 6)
+    specs = [(d, draw(8, 32), None), (d + 2 * draw(1, 3), draw(8, 32), None)] if not hidden else \
         [(2 * draw(2, 5), None, None), (2 * draw(1, 4), draw(3, 12), float(draw(20, 500))), (2 * draw(3, 7), 1, None)]
     return [_module_case(d, m, b) for d, m, b in specs]
 

@@ -53,10 +53,14 @@ def _new_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     # "new": a plain module ("d_model 1": of width 1); "d wrong": tied to an Embedding(vocab, d') with
     # d' != d_model; "transposed": to an Embedding(d_model, vocab) (d_model != vocab), the weight's shape
     # read the wrong way round. Sizes drawn from the seed.
-    kinds = ["new"] if not hidden else ["new", "d_model 1", "d wrong", "transposed"]
-    cases = []
+    # Two plain modules of different sizes among the visible cases: no one fixed answer fits both.
+    kinds = ["new", "new"] if not hidden else ["new", "d_model 1", "d wrong", "transposed"]
+    cases, drawn = [], set()
     for kind in kinds:
         d, v = (int(i) for i in rng.choice(np.arange(2, 13), size=2, replace=False))
+        while (d, v) in drawn:
+            d, v = (int(i) for i in rng.choice(np.arange(2, 13), size=2, replace=False))
+        drawn.add((d, v))
         d, bad = (1 if kind == "d_model 1" else d), None
         if kind == "d wrong":
             bad = (v, int(rng.choice([i for i in range(1, 13) if i != d])))

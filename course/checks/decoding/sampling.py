@@ -216,11 +216,16 @@ def _temperature_zero_divides(case: Case) -> Any:
 
 
 def _dist_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    specs = [(0.5, None, None), (1.0, 3, None), (1.0, None, 0.6)] if not hidden else [
-        (2.0, None, None), (0.7, 4, None), (1.3, None, 0.75), (1.0, 2, 0.9), (0.5, None, 0.9), (1.0, 6, None)]
-    cases = []
-    for t, k, p in specs:
-        base = torch.linspace(2.0, -1.5, 8)[torch.from_numpy(rng.permutation(8))]  # well separated logits
+    # (temperature, top_k, top_p, mirror): a mirrored case ranks the logits in the reverse order of the
+    # case before it, so the tokens it keeps are ones the case before drops and no single token id is
+    # in the support of every case (a sampler that always returns one id fails sample_support somewhere)
+    specs = [(0.5, None, None, False), (1.0, 3, None, False), (1.0, None, 0.6, True)] if not hidden else [
+        (2.0, None, None, False), (0.7, 4, None, False), (1.0, 2, 0.9, True), (1.3, None, 0.75, False),
+        (0.5, None, 0.9, False), (1.0, 6, None, False)]
+    cases, order = [], np.arange(8)
+    for t, k, p, mirror in specs:
+        order = 7 - order if mirror else rng.permutation(8)
+        base = torch.linspace(2.0, -1.5, 8)[torch.from_numpy(order)]  # well separated logits
         kw = {"temperature": t} | ({"top_k": k} if k is not None else {}) | ({"top_p": p} if p is not None else {})
         cases.append(Case(f"{DRAWS} draws from logits {[round(v, 2) for v in base.tolist()]}, " +
                           ", ".join(f"{n}={v}" for n, v in kw.items()), (base,), kw,
