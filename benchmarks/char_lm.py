@@ -30,8 +30,8 @@ from course.char_lm import main
 # nanoGPT (Karpathy), the same text and split: its README's configs
 ANCHORS = [
     ("nanoGPT CPU, 4x128, block 64, batch 12, 2,000 steps: its README", "val about 1.88 in about 3 minutes"),
-    ("the same, nanoGPT's code measured on a 2-core machine (course/runs/nanogpt_cpu_reference.json)",
-     "val 1.8857; 146 s the whole run, 13.7k tokens/s its training steps; 65 s on a quieter machine"),
+    ("the same, nanoGPT's code side by side with this model (course/runs/versus_nanogpt_cpu.json)",
+     "val 1.8857; 21.0k and 22.2k tokens/s over its training steps on 2 Xeon cores, this model 1.13x"),
     ("nanoGPT GPU, 6x384, block 256, batch 64, 5,000 steps, one A100 (its README)", "val 1.4697 in about 3 min"),
     ("targets", "cpu preset: val <= 1.80 within 150 s on 2 cores; gpu preset: val <= 1.47 within 60 s on an H100"),
 ]

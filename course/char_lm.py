@@ -69,7 +69,7 @@ def _preset(model: dict | None = None, fused: bool = False, **train) -> CharLMCo
 
 
 PRESETS: dict[str, CharLMConfig] = {
-    # nanoGPT's README CPU run, shape and schedule (see course/runs/nanogpt_cpu_reference.json)
+    # nanoGPT's README CPU run, shape and schedule (see course/runs/versus_nanogpt_cpu.json)
     "nanogpt-cpu": CharLMConfig(),
     # 2 CPU cores, 150 s: nanoGPT's shape, batch 16, a higher learning rate on a schedule that ends with
     # the 150 s, PyTorch's fused kernels

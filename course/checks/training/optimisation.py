@@ -211,11 +211,11 @@ def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool 
     if meta["fail"] is not None:                                    # the error propagates, the mode is restored
         after = meta["mode"] if restore is True and restore_on_error else "eval"
         return {"raised": f"RuntimeError: loss_fn failed on batch {meta['fail']}", "mode after": after}
-    if not meta["rows"]:
-        return raises("no batches to evaluate")
     looped = "train" if train else "eval"                           # the mode the loop ran in
     after = meta["mode"] if restore is True else restore if restore else looped
     empty, rows = meta["empty"], meta["rows"]
+    if not rows:                                                    # no batch: ValueError, the mode restored
+        return {"raised": "ValueError", "forward passes": 0, "mode after": looped if raise_before_restore else after}
     if raise_at_empty and empty is not None and empty != "all":
         raise ValueError("a batch counts no token")
     if empty == "all":                          # every batch runs, the mode is restored, then ValueError
@@ -308,7 +308,7 @@ register(
                                                      variant(_eval, restore_on_error=False))),
                     Mistake("Did you divide by a count of zero? When the batches count no token at all there is "
                             "nothing to average: raise ValueError.",
-                            unless(lambda c: c.meta["empty"] == "all", lambda c: 0.0 / 0)),
+                            unless(lambda c: c.meta["empty"] == "all" or not c.meta["rows"], lambda c: 0.0 / 0)),
                     Mistake("Did you raise ValueError at the first batch that counts no token? Such a batch adds "
                             "nothing (its loss is not read); only when no batch at all counted a token, after the "
                             "loop, is there nothing to average.",
@@ -316,8 +316,8 @@ register(
                     Mistake("Did you raise ValueError before restoring the model's mode? When no batch counted a "
                             "token the error must reach the caller with the model back in the mode it arrived in: "
                             "restore it first (a finally block does).",
-                            unless(lambda c: c.meta["empty"] == "all" and c.meta["mode"] == "train",
-                                   variant(_eval, raise_before_restore=True))),
+                            unless(lambda c: (c.meta["empty"] == "all" or not c.meta["rows"])
+                                   and c.meta["mode"] == "train", variant(_eval, raise_before_restore=True))),
                     Mistake("Did you average the batch means? Batches count different numbers of tokens: weight each "
                             "batch's mean by its count, sum(mean_b * count_b) / sum(count_b).",
                             unless(_unequal, variant(_eval, weighted=False)))],

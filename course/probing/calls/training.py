@@ -258,7 +258,7 @@ def _call_evaluate(fn: Any, case: Case) -> dict[str, Any]:
     except LossFnFailed as exc:
         error = str(exc)
     except ValueError as exc:
-        if empty != "all":
+        if empty != "all" and meta["rows"]:
             raise
         refused = f"ValueError: {exc}"
     return {"returned": returned, "error from loss_fn": error, "ValueError": refused, "calls": list(model.calls),
@@ -268,15 +268,15 @@ def _call_evaluate(fn: Any, case: Case) -> dict[str, Any]:
 def eval_facts(case: Case, raw: dict[str, Any]) -> dict[str, Any]:
     """What an evaluation did, from the kernel's record (`_call_evaluate`): the loss it returned, or
     whether loss_fn's error reached the caller, the modes and grad modes of the forward passes, and
-    the mode it left the network in. Where no batch counts a token: whether ValueError was raised, after
-    how many forward passes, and the mode the network was left in."""
+    the mode it left the network in. Where no batch counts a token, or there is no batch: whether ValueError
+    was raised, after how many forward passes, and the mode the network was left in."""
     mode_after = "train" if raw["training"] else "eval"
     if raw["error from loss_fn"] is not None:
         return {"raised": f"RuntimeError: {raw['error from loss_fn']}", "mode after": mode_after}
     if case.meta["fail"] is not None:
         return {"raised": "nothing", "mode after": mode_after}
     calls = raw["calls"]
-    if case.meta["empty"] == "all":
+    if case.meta["empty"] == "all" or not case.meta["rows"]:
         return {"raised": "nothing" if raw["ValueError"] is None else "ValueError", "forward passes": len(calls),
                 "mode after": mode_after}
     return {"loss": raw["returned"], "every forward pass in eval mode": all(not t for t, _ in calls),
