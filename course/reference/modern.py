@@ -61,9 +61,11 @@ class GroupedQueryAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, rope_base: float = 10000.0) -> None:
         super().__init__()
-        if d_model % num_heads or num_heads % num_kv_heads:
-            raise ValueError(f"need num_heads | d_model and num_kv_heads | num_heads, got d_model = {d_model}, "
-                             f"num_heads = {num_heads}, num_kv_heads = {num_kv_heads}")
+        if num_kv_heads < 1 or d_model % num_heads or num_heads % num_kv_heads:
+            raise ValueError(f"need num_kv_heads >= 1, num_heads | d_model and num_kv_heads | num_heads, got "
+                             f"d_model = {d_model}, num_heads = {num_heads}, num_kv_heads = {num_kv_heads}")
+        if d_model // num_heads % 2:
+            raise ValueError(f"d_head = {d_model // num_heads} is odd: apply_rope turns pairs of features")
         self.num_heads, self.num_kv_heads, self.rope_base = num_heads, num_kv_heads, rope_base
         self.d_head = d_model // num_heads
         self.W_q = nn.Linear(d_model, num_heads * self.d_head, bias=False)

@@ -216,7 +216,8 @@ def _table(case: Case, *, bias: bool = False, kv: str = "grouped") -> dict:
 
 
 def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    """d_model not a multiple of num_heads; num_heads not a multiple of num_kv_heads (fewer or more)."""
+    """d_model not a multiple of num_heads; num_heads not a multiple of num_kv_heads (fewer or more); an odd
+    d_head; no key/value head."""
     def indivisible_d() -> tuple[int, int, int]:
         h = int(rng.choice([2, 4, 6]))
         return h * int(rng.integers(1, 6)) + int(rng.integers(1, h)), h, 1
@@ -229,15 +230,27 @@ def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         h = int(rng.choice([2, 3, 4]))
         return h * 2 * int(rng.integers(1, 4)), h, 2 * h
 
-    makers = [indivisible_d, indivisible_h] + ([more_kv, indivisible_h] if hidden else [])
+    def odd_head() -> tuple[int, int, int]:
+        h = int(rng.choice([2, 4]))
+        return h * (2 * int(rng.integers(0, 4)) + 1), h, 1
+
+    def no_kv() -> tuple[int, int, int]:
+        h = int(rng.choice([2, 4]))
+        return h * 2 * int(rng.integers(1, 4)), h, 0
+
+    makers = [indivisible_d, indivisible_h, odd_head] + ([more_kv, indivisible_h, odd_head, no_kv] if hidden else [])
     return [Case(f"a new {_title(*init, None)}", meta={"init": init}) for init in (m() for m in makers)]
 
 
 def _error(case: Case) -> Any:
     d, h, g = case.meta["init"]
+    if g < 1:
+        return kit.raises(f"num_kv_heads = {g}: there must be at least one key/value head")
     if d % h:
         return kit.raises(f"num_heads = {h} does not divide d_model = {d}")
-    return kit.raises(f"num_kv_heads = {g} does not divide num_heads = {h}")
+    if h % g:
+        return kit.raises(f"num_kv_heads = {g} does not divide num_heads = {h}")
+    return kit.raises(f"d_head = d_model // num_heads = {d // h} is odd: apply_rope turns pairs of features")
 
 
 register(
@@ -256,5 +269,6 @@ register(
           hint="Exactly four float32 nn.Linear layers without bias: W_q (d_model -> num_heads * d_head), W_k and W_v "
                "(d_model -> num_kv_heads * d_head), W_o (num_heads * d_head -> d_model)."),
     Check(name="gqa_errors", cases=_error_cases, expected=_error,
-          hint="In __init__, raise ValueError unless num_heads divides d_model and num_kv_heads divides num_heads."),
+          hint="In __init__, raise ValueError unless num_heads divides d_model, d_head = d_model // num_heads is even, "
+               "and num_kv_heads is at least 1 and divides num_heads."),
 )

@@ -6,9 +6,11 @@ says, then cast back). The probe records each output with its dtype's name (`DTY
 outside the root or forgotten elsewhere, no gain, half precision computed in itself.
 
 Tolerances: a bfloat16 output is good to one rounding step of bfloat16, at most 2**-7 of its size,
-so rtol is 1e-2; float32 and float64 outputs are far better than that, and every mistake below is
+so rtol is 1e-2 (which a bfloat16 input normalised in bfloat16 also meets: the contract recommends
+float32 there without grading it); float32 and float64 outputs are far better than that, and every mistake below is
 made to differ by far more on the cases where it applies (tiny rows for eps, rows around an offset
-for the mean, float16 rows whose squares overflow float16 for the missing upcast).
+for the mean, float16 rows whose squares overflow float16 for the missing upcast, float64 rows whose
+squares underflow float32 for an upcast of every dtype).
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ EPS = 1e-5
 RTOL, ATOL = 1e-2, 1e-3
 HALF = (torch.float16, torch.bfloat16)
 _NOTES = {"normal": "", "offset": ", rows around 3 with spread 0.5", "tiny": ", rows of size ~1e-3 (mean square "
-          "far below eps)", "large": ", values of size 300 to 1000 (their squares overflow float16)"}
+          "far below eps)", "large": ", values of size 300 to 1000 (their squares overflow float16)",
+          "minute": ", values of size ~1e-25 (their squares underflow float32, not float64)"}
 
 
 def _rows(rng: np.random.Generator, shape: tuple[int, ...], kind: str, dtype: torch.dtype) -> torch.Tensor:
     x = randn(rng, *shape)
     x = {"normal": lambda: x, "offset": lambda: 3.0 + 0.5 * x, "tiny": lambda: 1e-3 * x,
-         "large": lambda: torch.sign(x) * (300.0 + 700.0 * torch.rand(shape))}[kind]()
+         "large": lambda: torch.sign(x) * (300.0 + 700.0 * torch.rand(shape)), "minute": lambda: 1e-25 * x}[kind]()
     return x.to(dtype)
 
 
@@ -62,20 +65,22 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
               ((3, 32), {"kind": "tiny"}), ((2, 5, 8), {"kind": "tiny", "eps": 1e-4}),
               ((2, 3, 16), {"kind": "large", "dtype": f16}), ((2, 3, 16), {"dtype": bf16}),
               ((2, 6, 10), {"kind": "tiny", "dtype": f64, "eps": 1e-6}), ((1, 2, 512), {}),
-              ((2, 3, 7), {"d_model": 9}), ((12,), {"d_model": 16})]
+              ((2, 3, 7), {"d_model": 9}), ((12,), {"d_model": 16}),
+              ((2, 3, 8), {"kind": "minute", "dtype": f64, "eps": 1e-60})]
     return [_case(rng, shape, **kw) for shape, kw in specs]
 
 
 def _rms(case: Case, *, axes: str = "last", centre: bool = False, denom: str = "sqrt(ms+eps)", gain: bool = True,
-         eps: float | None = None, upcast: bool = True, precise: bool = True) -> Any:
+         eps: float | None = None, upcast: bool = True, precise: bool = True, single: bool = False) -> Any:
     """x / sqrt(mean(x**2) + eps) * weight, written out. Knobs: the `axes` the mean runs over ('first', 'all'),
     `centre` (subtract the mean: layer norm), the denominator (`denom`), no `gain`, another `eps`, no `upcast`
-    of half precision; `precise`: in float64 (the oracle's accuracy) rather than in the working dtype."""
+    of half precision, every dtype computed in float32 (`single`); `precise`: in float64 (the oracle's accuracy)
+    rather than in the working dtype."""
     x, d = case.args[0], case.meta["d_model"]
     if x.shape[-1] != d:
         return kit.raises(f"x has {x.shape[-1]} features, the module {d}")
     eps = (EPS if case.meta["eps"] is None else case.meta["eps"]) if eps is None else eps
-    h = x.float() if x.dtype in HALF and upcast else x
+    h = x.float() if x.dtype in HALF and upcast or single else x
     h = h.double() if precise and h.dtype not in HALF else h
     dims = {"last": (-1,), "first": (0,), "all": tuple(range(x.dim()))}[axes]
     if centre:
@@ -141,13 +146,16 @@ _MISTAKES = [
             "sqrt(mean(x**2) + eps).", _unlike(denom="norm")),
     Mistake("Did you forget the gain? Multiply by self.weight (one learned number per feature).",
             _unlike(gain=False)),
-    Mistake("Did you change eps's default? RMSNorm(d_model) uses eps = 1e-5 (Llama's 1e-6 is another model's "
-            "setting).", kit.unless(lambda c: not _passes_eps(c), _unlike(eps=1e-6))),
+    Mistake("Did you change eps's default? RMSNorm(d_model) uses eps = 1e-5 (1e-6 was LLaMA 1's "
+            "setting; Llama 2 and 3 use 1e-5).", kit.unless(lambda c: not _passes_eps(c), _unlike(eps=1e-6))),
     Mistake("Did you ignore the eps argument? RMSNorm(d_model, eps) must use the eps it is given.",
             kit.unless(_passes_eps, _unlike(eps=EPS))),
     Mistake("Did you compute in half precision? For float16 and bfloat16 inputs compute in float32 (x.float()) "
             "and cast the result back: in float16 the squares of values above 256 overflow to inf.",
             kit.unless(_is_half, _unlike(upcast=False, precise=False))),
+    Mistake("Did you compute a float64 input in float32? Only half precision is upcast; float32 and float64 inputs "
+            "are computed in their own dtype (in float32 the squares of values below about 1e-23 underflow to 0).",
+            _unlike(single=True, precise=False)),
 ]
 
 # ------------------------------------------------------------ a new module ---
@@ -191,8 +199,8 @@ register(
     __name__,
     Check(name="rmsnorm", cases=_cases, expected=_oracle, mistakes=_MISTAKES, rtol=RTOL, atol=ATOL,
           hint="forward(x) = x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight, for x of any shape (..., "
-               "d_model); float32 and float64 in the input's dtype, float16 and bfloat16 computed in float32 and "
-               "cast back; ValueError when x's last axis is not d_model; x left unchanged. No dropout: if only key "
+               "d_model); float32 and float64 in the input's dtype, float16 (and preferably bfloat16) computed in "
+               "float32 and cast back; ValueError when x's last axis is not d_model; x left unchanged. No dropout: if only key "
                "'train' differs, your module behaves differently in training mode."),
     Check(name="rmsnorm_parameters", cases=_new_cases, expected=_new, rtol=RTOL, atol=ATOL,
           mistakes=[Mistake(hint, variant(_new, **knobs)) for hint, knobs in _NEW_SLIPS],

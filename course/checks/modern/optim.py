@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from course.probing.calls.modern.optim import AFTER, MADE, build_model, run_steps
+from course.probing.calls.modern.optim import AFTER, CHANGED, GROUPS, MADE, STATE, build_model, run_steps
 
 from .. import kit
 from ..framework import Case, Check, Mistake, register
@@ -68,6 +68,7 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         return _sig(rng.uniform(0.05, 0.3))
     visible = [
         _case(rng, [(3, 4), (4,)], 5, kwargs={"lr": lr(), "weight_decay": wd()}),
+        _case(rng, [(3, 4), (4,)], 30, scale=1e-4, note=" (every setting left to its default)"),
         _case(rng, [(2, 3), (3,), (5,)], 6, kwargs={"lr": lr(), "weight_decay": wd()}, missing=0.1,
               groups=[[[0], {}], [[1, 2], {"weight_decay": 0.0, "lr": lr()}]]),
     ]
@@ -101,11 +102,13 @@ def _oracle(case: Case) -> dict[str, list]:
 
 
 def _adamw(case: Case, *, l2: bool = False, shift: int = 0, correct: bool = True, decay_from: str = "group",
-           decay: str = "before", eps_inside: bool = False, none: str = "skip", count: str = "own") -> Any:
+           decay: str = "before", eps_inside: bool = False, none: str = "skip", count: str = "own",
+           kept: str = "state") -> Any:
     """AdamW written out. Knobs: `l2` (weight_decay * p added to the gradient, no decoupled decay), the bias
     correction's step `shift`ed or not `correct`ed at all, the weight decay of the constructor's defaults
     for every group (`decay_from`), decay 'after' the update or 'without lr', `eps_inside` the root, a
-    gradient of `none` taken as 'zeros', one step `count` for 'all' parameters."""
+    gradient of `none` taken as 'zeros', one step `count` for 'all' parameters, the moments `kept` 'elsewhere'
+    than self.state (so state_dict() saves none)."""
     params, groups, defaults = _settings(case)
     state: dict[int, dict] = {}
     calls = 0
@@ -140,7 +143,7 @@ def _adamw(case: Case, *, l2: bool = False, shift: int = 0, correct: bool = True
                     if not l2 and decay == "after":
                         p.mul_(1 - lr * wd)
             after.append([p.detach().clone() for p in params])
-    return {AFTER: after}
+    return {AFTER: after, STATE: [kept == "state" and id(p) in state for p in params]}
 
 
 def _slip(**knobs: Any) -> Callable[[Case], Any]:
@@ -168,6 +171,9 @@ _MISTAKES = [
     Mistake("Did you count steps per optimizer instead of per parameter? Each parameter's bias correction uses its "
             "own step count (state[p]['step']), which does not advance on steps where it had no gradient.",
             _slip(count="all")),
+    Mistake("Did you keep m, v and the step count outside self.state? Keep them in self.state[p], a dict per "
+            "parameter, which state_dict() saves: optimiser state kept elsewhere is lost when a run is checkpointed "
+            "and resumed.", _slip(kept="elsewhere")),
 ]
 
 
@@ -245,11 +251,11 @@ def _group_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     return cases
 
 
-def _rule(case: Case, *, rule: str = "linear", tied: str = "embedding") -> list:
+def _rule(case: Case, *, rule: str = "linear", tied: str = "embedding", frozen: bool = False) -> dict:
     """The two groups by parameter name. `rule`: which parameters decay ('linear': nn.Linear weights; 'dim>=2';
     'linear+bias': nn.Linear weights and biases; 'not bias': all but biases; 'named weight': every *.weight);
     `tied`: a shared embedding/linear weight counted as the 'embedding''s, as a linear layer's ('linear'), or
-    in 'both' groups."""
+    in 'both' groups; `frozen`: the no-decay group's parameters switched to requires_grad=False."""
     model = build_model(case.meta)
     kinds: dict[int, set] = {}
     for m in model.modules():
@@ -266,7 +272,8 @@ def _rule(case: Case, *, rule: str = "linear", tied: str = "embedding") -> list:
                 decay.append(name)
             goes = tied == "linear"
         (decay if goes else rest).append(name)
-    return [{"params": decay, "weight_decay": case.args[0]}, {"params": rest, "weight_decay": 0.0}]
+    return {GROUPS: [{"params": decay, "weight_decay": case.args[0]}, {"params": rest, "weight_decay": 0.0}],
+            CHANGED: rest if frozen else []}
 
 
 _GROUP_SLIPS = [
@@ -282,6 +289,8 @@ _GROUP_SLIPS = [
      "nn.Embedding and an nn.Linear is the embedding's: no decay.", {"tied": "linear"}),
     ("Is the tied weight in both groups? Each parameter belongs to exactly one group: a weight an nn.Embedding "
      "shares with an nn.Linear goes to the no-decay group only.", {"tied": "both"}),
+    ("Did you change the model (requires_grad switched off)? decay_groups only sorts the parameters: the model "
+     "is left as it was, every parameter still trained (with no decay for the second group).", {"frozen": True}),
 ]
 
 register(
@@ -298,5 +307,6 @@ register(
           mistakes=[Mistake(hint, variant(_rule, **knobs)) for hint, knobs in _GROUP_SLIPS],
           hint="Return [{'params': the weight of every nn.Linear, 'weight_decay': weight_decay}, {'params': every "
                "other parameter, 'weight_decay': 0.0}], each list in model.parameters() order, every parameter "
-               "once; a weight an nn.Embedding shares with an nn.Linear goes to the second group."),
+               "once; a weight an nn.Embedding shares with an nn.Linear goes to the second group; the model is left "
+               "unchanged."),
 )

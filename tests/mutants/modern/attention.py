@@ -46,9 +46,11 @@ MUTANTS = [
             ("self.W_v = nn.Linear(d_model, num_kv_heads * self.d_head, bias=False)",
              "self.W_v = nn.Linear(d_model, d_model, bias=False)")), T,
            hint="Did you give W_k and W_v num_heads heads?"),
-    Mutant("num_kv_heads not checked", GQA, (("if d_model % num_heads or num_heads % num_kv_heads:",
+    Mutant("num_kv_heads not checked", GQA, (("if num_kv_heads < 1 or d_model % num_heads or num_heads % num_kv_heads:",
                                               "if d_model % num_heads:"),), T,
            hint="expected ValueError to be raised (num_kv_heads"),
+    Mutant("an odd d_head not refused", GQA, (("if d_model // num_heads % 2:", "if False:"),), T,
+           hint="expected ValueError to be raised (d_head"),
     # general classes
     Mutant("PyTorch's fused attention (forbidden)", GQA,
            ((_REP, "k_all, v_all = k, v"),

@@ -3,9 +3,9 @@
 `adamw`: the kernel makes the parameters (meta['start']), hands them to the student's optimiser (a plain
 list, or parameter groups as meta['groups'] lays them out), sets each step's gradients (meta['grads'];
 None: that parameter has no gradient on that step), calls step() and records every parameter after every
-step. `adamw_errors` only constructs the optimiser. `decay_groups` builds a small model from
+step, then which parameters have a non-empty entry in the optimiser's `state_dict()`. `adamw_errors` only constructs the optimiser. `decay_groups` builds a small model from
 meta['layout'] (`build_model`) and records the groups returned, each parameter by its name in
-model.named_parameters().
+model.named_parameters(), and which parameters the call changed.
 """
 
 from __future__ import annotations
@@ -18,10 +18,13 @@ from torch import nn
 from ...cases import Case
 from ...runner import Probe, register
 
-#: the key of adamw's record
+#: the keys of adamw's record
 AFTER = "parameters after each step"
+STATE = "which parameters have state in state_dict() after the last step"
 #: a listed object that is not one of the model's parameters
 STRANGER = "<not a parameter of the model>"
+#: the keys of decay_groups' record
+GROUPS, CHANGED = "groups", "parameters of the model the call changed"
 #: what constructing an optimiser the contract accepts returns
 MADE = "an optimizer was created"
 
@@ -43,7 +46,8 @@ def _params_and_groups(case: Case) -> tuple[list[nn.Parameter], Any]:
 
 
 def run_steps(cls: Any, case: Case) -> dict[str, list]:
-    """cls(params or groups, **kwargs); then each step: set the gradients, step(); the parameters after it."""
+    """cls(params or groups, **kwargs); then each step: set the gradients, step(); the parameters after it.
+    Last, for each parameter (by its index in the list), whether state_dict() holds state for it."""
     params, given = _params_and_groups(case)
     optimizer = cls(given, *case.args, **case.kwargs)
     after = []
@@ -52,7 +56,9 @@ def run_steps(cls: Any, case: Case) -> dict[str, list]:
             p.grad = None if g is None else g.clone()
         optimizer.step()
         after.append([p.detach().clone() for p in params])
-    return {AFTER: after}
+    saved = optimizer.state_dict()["state"]        # keyed by position in param_groups, group after group
+    index = {id(p): i for i, p in enumerate(p for group in optimizer.param_groups for p in group["params"])}
+    return {AFTER: after, STATE: [bool(saved.get(index.get(id(p)))) for p in params]}
 
 
 def _construct(cls: Any, case: Case) -> str:
@@ -104,18 +110,24 @@ def build_model(meta: dict) -> nn.Module:
     return root
 
 
-def _groups(fn: Any, case: Case) -> list:
-    """decay_groups(model, weight_decay), each group's params as the parameters' names (first name of a
-    shared one), its other keys as returned."""
+def _groups(fn: Any, case: Case) -> dict[str, list]:
+    """decay_groups(model, weight_decay): each group's params as the parameters' names (first name of a
+    shared one), its other keys as returned; then the names of the parameters the call changed (their
+    values or requires_grad, or gone from the model)."""
     model = build_model(case.meta)
-    names = {id(p): n for n, p in model.named_parameters()}
+    named = dict(model.named_parameters())
+    names = {id(p): n for n, p in named.items()}
+    before = {n: (p.detach().clone(), p.requires_grad) for n, p in named.items()}
     groups = fn(model, *case.args)
     out = []
     for group in groups:
         group = dict(group)
         group["params"] = [names.get(id(p), STRANGER) for p in list(group.get("params", []))]
         out.append(group)
-    return out
+    after = dict(model.named_parameters())
+    changed = [n for n, (value, grad) in before.items()
+               if n not in after or after[n].requires_grad != grad or not torch.equal(after[n].detach(), value)]
+    return {GROUPS: out, CHANGED: changed}
 
 
 register(
