@@ -25,11 +25,12 @@ _VOCAB = r"$(B, S, |\mathcal{V}|)$"
 
 @dataclass(frozen=True)
 class _Step:
-    kind: str  # "input" (plain text), "box", or "stack" (N pre-LN layers of `sublayers`)
+    kind: str  # "input" (plain text), "box", or "stack" (N pre-norm layers of `sublayers`)
     label: str = ""
     chapter: int | None = None
     shape: str = ""
     sublayers: tuple[tuple[str, str, int], ...] = ()  # (key, label, chapter) of each sub-layer
+    norm: tuple[str, int] = ("LayerNorm (ch. 6)", 6)  # a stack's norm before each sub-layer: (label, chapter)
 
 
 _ENCODER = (
@@ -119,17 +120,19 @@ def _shape(ax, cx, y, text, side):
             fontsize=_SHAPE_FONT, color="#333333", math_fontfamily="cm")  # the book's MathJax font
 
 
-def _stack(ax, cx, y, sublayers, side, highlight, where):
-    """N pre-LN layers from height y up; records each sub-layer box in `where`; returns the top."""
+def _stack(ax, cx, y, step, side, highlight, where):
+    """N pre-norm layers of `step`'s sub-layers from height y up; records each sub-layer box in `where`;
+    returns the top."""
     bottom = y
-    norm_on = _lit(6, highlight)
+    norm_label, norm_chapter = step.norm
+    norm_on = _lit(norm_chapter, highlight)
     res_colour = (_ACCENT if highlight == 6 else _EDGE) if norm_on else _EDGE_OFF
-    for key, label, chapter in sublayers:
+    for key, label, chapter in step.sublayers:
         branch = y + _GAP / 2                    # the sub-layer's input splits here
         ax.add_patch(Circle((cx, branch), 0.03, color=res_colour, zorder=3))
         _arrow(ax, [(cx, y), (cx, y + _GAP)])
         y += _GAP
-        y += _box(ax, cx, y, "LayerNorm (ch. 6)", norm_on, highlight)
+        y += _box(ax, cx, y, norm_label, norm_on, highlight)
         _arrow(ax, [(cx, y), (cx, y + _GAP)])
         y += _GAP
         h = _box(ax, cx, y, label, _lit(chapter, highlight), highlight)
@@ -166,7 +169,7 @@ def _column(ax, cx, steps, side, highlight, where):
         elif step.kind == "box":
             y += _box(ax, cx, y, step.label, _lit(step.chapter, highlight), highlight)
         else:
-            y = _stack(ax, cx, y, step.sublayers, side, highlight, where)
+            y = _stack(ax, cx, y, step, side, highlight, where)
         gap = _SHAPE_GAP if step.shape else _GAP
         if step.shape:
             _shape(ax, cx, y + gap / 2, step.shape, -side)  # opposite the residual paths
@@ -222,6 +225,60 @@ def architecture_map(highlight: int | None = None, ax: plt.Axes | None = None) -
     x0 = min(cx for cx, _, _ in _COLUMNS.values()) - _FRAME - _MARGIN
     x1 = max(cx for cx, _, _ in _COLUMNS.values()) + _FRAME + _MARGIN
     y0, y1 = -0.7, max(tops.values()) + 0.45
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if own:
+        ax.figure.set_size_inches(x1 - x0, y1 - y0)
+    return ax.figure
+
+
+# ---------------------------------------------------------------------------
+# decoder_only_map: chapter 10's GPT-style decoder beside chapter 11's modern one
+# ---------------------------------------------------------------------------
+
+_MODERN = 11
+_GPT_DECODER = (
+    _Step("input", "text"),
+    _Step("box", "Tokenize (ch. 1)", 1, shape=_IDS),
+    _Step("box", "Embedding × $\\sqrt{d}$ (ch. 2)\n+ positions (ch. 3)", 2, shape=_ACTS),
+    _Step("stack", sublayers=(("gpt_self", "Masked multi-head\nself-attention (ch. 8)", 8),
+                             ("gpt_ffn", "Feed-forward, ReLU (ch. 7)", 7))),
+    _Step("box", "Final LayerNorm (ch. 6)", 6, shape=_ACTS),
+    _Step("box", "Linear (ch. 9)", 9, shape="logits  " + _VOCAB),
+)
+_MODERN_DECODER = (
+    _Step("input", "text"),
+    _Step("box", "Tokenize (ch. 1)", 1, shape=_IDS),
+    _Step("box", "Embedding (ch. 2)\nno position table", _MODERN, shape=_ACTS),
+    _Step("stack", norm=("RMSNorm (11.1)", _MODERN),
+          sublayers=(("modern_self", "Grouped-query attention\n+ RoPE (11.2, 11.3)", _MODERN),
+                     ("modern_ffn", "SwiGLU (ch. 7)", 7))),
+    _Step("box", "Final RMSNorm (11.1)", _MODERN, shape=_ACTS),
+    _Step("box", "Linear, no bias (11.7)", _MODERN, shape="logits  " + _VOCAB),
+)
+
+
+def decoder_only_map(ax: plt.Axes | None = None) -> plt.Figure:
+    """Chapter 10's GPT-style decoder-only model (left) beside chapter 11's modern one (right), bottom
+    to top, the parts chapter 11 changes coloured. Both are pre-norm stacks of N layers; shapes as in
+    `architecture_map` (B batch, S sequence length, |V| vocabulary size)."""
+    own = ax is None
+    if own:
+        fig = plt.figure()
+        ax = fig.add_axes((0, 0, 1, 1))
+    columns = {"GPT-style (ch. 10)": (0.0, _GPT_DECODER, -1),
+               "Modern, Llama-style (ch. 11)": (2 * _FRAME + _COLUMN_GAP, _MODERN_DECODER, +1)}
+    tops = {}
+    for title, (cx, steps, side) in columns.items():
+        top = _column(ax, cx, steps, side, _MODERN, {})
+        _arrow(ax, [(cx, top), (cx, top + _SHAPE_GAP)])
+        tops[title] = top + _SHAPE_GAP
+        ax.text(cx, tops[title] + 0.12, title, ha="center", va="bottom", fontsize=11, weight="bold")
+    x0 = min(cx for cx, _, _ in columns.values()) - _FRAME - _MARGIN
+    x1 = max(cx for cx, _, _ in columns.values()) + _FRAME + _MARGIN
+    y0, y1 = -0.3, max(tops.values()) + 0.45
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_aspect("equal")

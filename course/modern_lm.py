@@ -8,6 +8,8 @@ single-change ablations of the modern model, each keeping the parameter count wi
 
 * ``sinusoidal``: no rotation in attention; chapter 3's sinusoidal table added to the embedding,
   initialised and scaled as chapter 10's model does it;
+* ``scaled``: the control for ``sinusoidal``: rotation kept, the embedding initialised and scaled as
+  there, no table (so the two differ only in the positions);
 * ``layernorm``: chapter 6's LayerNorm (with its bias) in place of every RMSNorm;
 * ``gelu``: chapter 7's GELU FeedForward (two matrices of d_ff = 576, with its biases) in place of
   SwiGLU (three of 384);
@@ -16,6 +18,9 @@ single-change ablations of the modern model, each keeping the parameter count wi
 Run from the repository root (the book trains nothing long; it shows the recorded file)::
 
     python -m course.modern_lm --data data/tinyshakespeare.txt --json course/runs/modern_vs_gpt_cpu.json
+
+``--seeds 1 2 --variants gpt modern --update`` adds runs of those variants from other seeds (the
+model's initialisation and the batches), recorded as ``"modern seed 1"`` and so on beside the rest.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ class Variant:
     """One run: the modern model's config, and what the ablation changes (None: nothing)."""
 
     config: modern.ModernConfig
-    change: str | None = None           # "sinusoidal", "layernorm" or "gelu"
+    change: str | None = None           # "sinusoidal", "scaled", "layernorm" or "gelu"
     gelu_d_ff: int = 576
 
 
@@ -55,6 +60,7 @@ VARIANTS: dict[str, Variant | None] = {
     "gpt": None,                                         # chapter 10's DecoderLM: DecoderLMConfig below
     "modern": Variant(BASE),
     "sinusoidal": Variant(BASE, "sinusoidal"),
+    "scaled": Variant(BASE, "scaled"),
     "layernorm": Variant(BASE, "layernorm"),
     "gelu": Variant(BASE, "gelu"),
     "mha": Variant(replace(BASE, num_kv_heads=4, d_ff=341)),
@@ -67,17 +73,18 @@ TRAIN = TrainConfig(steps=1000, batch_size=12, max_lr=1e-3, min_lr=1e-4, warmup_
 
 
 class _Positions(nn.Module):
-    """An embedding followed by chapter 3's sinusoidal table, as chapter 10's model has them: the
-    embedding initialised N(0, 1/d_model) and scaled by sqrt(d_model), so that tokens (size 1) and
-    positions (size about 0.7) start on the same scale: ids (batch, n) -> (batch, n, d_model)."""
+    """An embedding scaled by sqrt(d_model), then (with `max_len`) chapter 3's sinusoidal table
+    added, as chapter 10's model has them: with the embedding initialised N(0, 1/d_model), tokens
+    (size 1) and positions (size about 0.7) start on the same scale: ids (batch, n) -> (batch, n, d_model)."""
 
-    def __init__(self, embedding: nn.Embedding, max_len: int) -> None:
+    def __init__(self, embedding: nn.Embedding, max_len: int | None) -> None:
         super().__init__()
         self.embedding = embedding
-        self.positions = PositionalEncoding(embedding.embedding_dim, max_len=max_len)
+        self.positions = None if max_len is None else PositionalEncoding(embedding.embedding_dim, max_len=max_len)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.positions(self.embedding(ids) * self.embedding.embedding_dim ** 0.5)
+        x = self.embedding(ids) * self.embedding.embedding_dim ** 0.5
+        return x if self.positions is None else self.positions(x)
 
 
 @contextmanager
@@ -103,9 +110,9 @@ def build(name: str, vocab_size: int, block_size: int, seed: int) -> nn.Module:
     model = modern.ModernLM(replace(variant.config, vocab_size=vocab_size))
     nn.init.normal_(model.embedding.weight, std=0.02)
     d = variant.config.d_model
-    if variant.change == "sinusoidal":
+    if variant.change in ("sinusoidal", "scaled"):
         nn.init.normal_(model.embedding.weight, std=d ** -0.5)
-        model.embedding = _Positions(model.embedding, block_size)
+        model.embedding = _Positions(model.embedding, block_size if variant.change == "sinusoidal" else None)
     for layer in model.layers:
         if variant.change == "layernorm":
             layer.norm1, layer.norm2 = LayerNorm(d), LayerNorm(d)
@@ -132,7 +139,7 @@ def train(name: str, corpus: CharCorpus, config: TrainConfig = TRAIN, block_size
     before = load_average()
     with rotation_off(name == "sinusoidal"):
         history = fit(model, get_batch, loss_fn, config, count=lambda batch: batch[1].numel())
-    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": config.seed,
             "parameters": sum(p.numel() for p in model.parameters()), "val": history.val,
             "val_seconds": [round(s, 2) for s in history.val_seconds], "seconds": round(history.seconds, 2),
             "tokens_per_second": round(history.tokens_per_second), "final_val": round(history.val[-1][1], 4),
@@ -145,12 +152,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--steps", type=int, default=TRAIN.steps)
     parser.add_argument("--threads", type=int, default=TRAIN.threads)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[TRAIN.seed],
+                        help=f"seeds of the initialisation and batches (default {TRAIN.seed}; others are recorded "
+                             "as '<variant> seed <n>')")
     parser.add_argument("--json", help="write the runs here")
     parser.add_argument("--update", action="store_true", help="keep the other runs already in --json")
     args = parser.parse_args(argv)
     corpus = CharCorpus(load_text(args.data, expected=SHA256))
     config = replace(TRAIN, steps=args.steps, threads=args.threads)
-    record = {"task": "modern_vs_gpt", "machine": cpu_name(), "threads": config.threads, "torch": torch.__version__,
+    record = {"task": "modern_vs_gpt", "machine": cpu_name(), "cores": os.cpu_count(), "threads": config.threads, "torch": torch.__version__,
               "omp_wait_policy": omp_wait_policy(),
               "train": asdict(config), "block_size": 64, "gpt": asdict(GPT),
               "variants": {n: None if v is None else {**asdict(v.config), "change": v.change}
@@ -159,14 +169,16 @@ def main(argv: list[str] | None = None) -> dict:
     if args.update and args.json and os.path.exists(args.json):
         with open(args.json) as f:
             record["runs"] = json.load(f)["runs"]
-    for name in args.variants:
-        run = train(name, corpus, config)
-        record["runs"][name] = run
-        print(f"{name:<11} {run['parameters']:>8,} parameters  val {run['final_val']:.4f}  {run['seconds']:6.1f} s  "
-              f"{run['tokens_per_second']:>6,} tokens/s  load {run['load_before']}", flush=True)
-        if args.json:                                    # after every run: a long job interrupted keeps its runs
-            with open(args.json, "w") as f:
-                json.dump(record, f, indent=1)
+    for seed in args.seeds:
+        for name in args.variants:
+            run = train(name, corpus, replace(config, seed=seed))
+            key = name if seed == TRAIN.seed else f"{name} seed {seed}"
+            record["runs"][key] = run
+            print(f"{key:<18} {run['parameters']:>8,} parameters  val {run['final_val']:.4f}  {run['seconds']:6.1f} s  "
+                  f"{run['tokens_per_second']:>6,} tokens/s  load {run['load_before']}", flush=True)
+            if args.json:                                    # after every run: a long job interrupted keeps its runs
+                with open(args.json, "w") as f:
+                    json.dump(record, f, indent=1)
     return record
 
 

@@ -38,6 +38,10 @@ def test_each_ablation_changes_the_one_thing_it_names():
     assert modern_lm.build("mqa", 69, 64, 0).layers[0].attn.num_kv_heads == 1
     sinusoidal = modern_lm.build("sinusoidal", 69, 64, 0)
     assert isinstance(sinusoidal.embedding, modern_lm._Positions)     # the table, added to the scaled embedding
+    assert sinusoidal.embedding.positions is not None
+    scaled = modern_lm.build("scaled", 69, 64, 0)                     # its control: the same embedding, no table
+    assert isinstance(scaled.embedding, modern_lm._Positions) and scaled.embedding.positions is None
+    assert torch.equal(sinusoidal.embedding.embedding.weight, scaled.embedding.embedding.weight)
     x = torch.randn(1, 3, 4)
     with modern_lm.rotation_off(True):
         assert torch.equal(modern.apply_rope(x, torch.arange(3)), x)
