@@ -19,8 +19,9 @@ Run from the repository root (the book trains nothing long; it shows the recorde
 
     python -m course.modern_lm --data data/tinyshakespeare.txt --json course/runs/modern_vs_gpt_cpu.json
 
-``--seeds 1 2 --variants gpt modern --update`` adds runs of those variants from other seeds (the
-model's initialisation and the batches), recorded as ``"modern seed 1"`` and so on beside the rest.
+``--update`` keeps the runs already in the file and adds these; ``--seeds 1 2 --variants modern gpt
+sinusoidal scaled gelu --update`` (as recorded) adds runs of those variants from other seeds (the
+initialisation, the training batches and the validation sample), named ``"modern seed 1"`` and so on.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def _case(rng: np.random.Generator, shape: tuple[int, ...], *, kind: str = "norm
 
 def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     f64, f16, bf16 = torch.float64, torch.float16, torch.bfloat16
-    specs = [((2, 3, 8), {}), ((3, 6), {"kind": "tiny", "eps": 1e-3}), ((2, 4, 6), {"d_model": 8})] if not hidden \
+    specs = [((2, 3, 8), {}), ((3, 6), {"kind": "tiny", "eps": 1e-3}), ((2, 4, 6), {"d_model": 8}),
+             ((2, 3, 8), {"kind": "large", "dtype": f16})] if not hidden \
         else [((2, 4, 16), {"kind": "offset"}), ((2, 2, 3, 12), {"dtype": f64}), ((10,), {}),
               ((3, 32), {"kind": "tiny"}), ((2, 5, 8), {"kind": "tiny", "eps": 1e-4}),
               ((2, 3, 16), {"kind": "large", "dtype": f16}), ((2, 3, 16), {"dtype": bf16}),

@@ -41,7 +41,7 @@ def _sig(x: float) -> float:
 
 def _case(rng: np.random.Generator, shapes: list[tuple[int, ...]], steps: int, *, dtype: torch.dtype = torch.float64,
           scale: float = 1.0, groups: list | None = None, kwargs: dict | None = None, missing: float = 0.0,
-          note: str = "") -> Case:
+          note: str = "", lr_scale: list[float] | None = None) -> Case:
     shapes = [tuple(n + int(rng.integers(0, 3)) for n in s) for s in shapes]
     start = [randn(rng, *s).to(dtype) for s in shapes]
     grads = []
@@ -57,7 +57,8 @@ def _case(rng: np.random.Generator, shapes: list[tuple[int, ...]], steps: int, *
     label = (f"{steps} steps on {len(shapes)} {str(dtype).removeprefix('torch.')} parameters {shapes}, AdamW("
              f"{kw_text}){group_text}, gradients of size ~{scale:g}"
              + (", some parameters without a gradient on some steps" if missing else "") + note)
-    return Case(label, (), kwargs, meta={"start": start, "groups": groups, "grads": grads})
+    meta = {"start": start, "groups": groups, "grads": grads} | ({"lr_scale": lr_scale} if lr_scale else {})
+    return Case(label, (), kwargs, meta=meta)
 
 
 def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
@@ -85,6 +86,9 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         _case(rng, [(4, 6), (6,)], 30, dtype=torch.float32, kwargs={"lr": lr(), "weight_decay": wd()}),
         _case(rng, [(3, 2), (2,)], 5, kwargs={"lr": lr(), "betas": (0.0, 0.99), "eps": 1e-6, "weight_decay": 0.0}),
         _case(rng, [(2, 2, 3)], 40, missing=0.3, kwargs={"lr": lr(), "weight_decay": wd(), "betas": (0.85, 0.98)}),
+        _case(rng, [(3, 4), (4,)], 12, kwargs={"lr": lr(), "weight_decay": wd()},
+              groups=[[[0], {}], [[1], {"lr": lr()}]], lr_scale=[1 + t / 4 if t < 6 else 2.5 - (t - 5) / 4 for t in range(12)],
+              note=" (each group's lr set before every step, as a schedule does)"),
     ]
 
 
@@ -103,22 +107,25 @@ def _oracle(case: Case) -> dict[str, list]:
 
 def _adamw(case: Case, *, l2: bool = False, shift: int = 0, correct: bool = True, decay_from: str = "group",
            decay: str = "before", eps_inside: bool = False, none: str = "skip", count: str = "own",
-           kept: str = "state") -> Any:
+           kept: str = "state", lr_once: bool = False) -> Any:
     """AdamW written out. Knobs: `l2` (weight_decay * p added to the gradient, no decoupled decay), the bias
     correction's step `shift`ed or not `correct`ed at all, the weight decay of the constructor's defaults
     for every group (`decay_from`), decay 'after' the update or 'without lr', `eps_inside` the root, a
     gradient of `none` taken as 'zeros', one step `count` for 'all' parameters, the moments `kept` 'elsewhere'
-    than self.state (so state_dict() saves none)."""
+    than self.state (so state_dict() saves none), the learning rate read `lr_once` (a schedule's changes
+    ignored)."""
     params, groups, defaults = _settings(case)
     state: dict[int, dict] = {}
     calls = 0
     after = []
     with torch.no_grad():
+        scale = case.meta.get("lr_scale")
         for grads in case.meta["grads"]:
             calls += 1
             given = {id(p): g for p, g in zip(params, grads)}
             for group in groups:
                 lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+                lr = lr * scale[calls - 1] if scale and not lr_once else lr
                 wd = group["weight_decay"] if decay_from == "group" else defaults["weight_decay"]
                 for p in group["params"]:
                     g = given[id(p)]
@@ -171,6 +178,9 @@ _MISTAKES = [
     Mistake("Did you count steps per optimizer instead of per parameter? Each parameter's bias correction uses its "
             "own step count (state[p]['step']), which does not advance on steps where it had no gradient.",
             _slip(count="all")),
+    # the schedule's first factor is 1: reading lr in __init__ and at the first step give the same answers
+    Mistake("Did you read the learning rate once? A scheduler changes group['lr'] between steps: read every "
+            "setting from the group at each step().", _slip(lr_once=True)),
     Mistake("Did you keep m, v and the step count outside self.state? Keep them in self.state[p], a dict per "
             "parameter, which state_dict() saves: optimiser state kept elsewhere is lost when a run is checkpointed "
             "and resumed.", _slip(kept="elsewhere")),

@@ -2,7 +2,8 @@
 
 `adamw`: the kernel makes the parameters (meta['start']), hands them to the student's optimiser (a plain
 list, or parameter groups as meta['groups'] lays them out), sets each step's gradients (meta['grads'];
-None: that parameter has no gradient on that step), calls step() and records every parameter after every
+None: that parameter has no gradient on that step), sets each group's lr before each step where
+meta['lr_scale'] gives a schedule, calls step() and records every parameter after every
 step, then which parameters have a non-empty entry in the optimiser's `state_dict()`. `adamw_errors` only constructs the optimiser. `decay_groups` builds a small model from
 meta['layout'] (`build_model`) and records the groups returned, each parameter by its name in
 model.named_parameters(), and which parameters the call changed.
@@ -50,8 +51,12 @@ def run_steps(cls: Any, case: Case) -> dict[str, list]:
     Last, for each parameter (by its index in the list), whether state_dict() holds state for it."""
     params, given = _params_and_groups(case)
     optimizer = cls(given, *case.args, **case.kwargs)
+    scale = case.meta.get("lr_scale")                # a schedule: group["lr"] = its first lr * scale[t]
+    first = [group["lr"] for group in optimizer.param_groups] if scale else []
     after = []
-    for grads in case.meta["grads"]:
+    for t, grads in enumerate(case.meta["grads"]):
+        for group, lr in zip(optimizer.param_groups, first):
+            group["lr"] = lr * scale[t]
         for p, g in zip(params, grads):
             p.grad = None if g is None else g.clone()
         optimizer.step()
