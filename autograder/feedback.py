@@ -15,9 +15,12 @@ own template, which leaves three things a student cannot use:
   opened away from that folder shows the TeX source, never a request to
   another host;
 * its table of contents says "Test cell" and "Comment": it names each
-  exercise instead, from the chapter's headings (`exercise_titles`).
+  exercise instead, from the chapter's headings (`exercise_titles`);
+* its stylesheet draws the chapters' markdown tables without borders or
+  spacing, their columns running into each other: `TABLE_STYLE` draws them
+  as the book does.
 
-`publish` applies all three while copying a page to ``OUT/feedback``.
+`publish` applies all four while copying a page to ``OUT/feedback``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ ASSETS = "_assets"  # beside the students' folders in OUT/feedback (no student i
 MATHJAX_CONFIG = ("<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], "
                   "displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true, "
                   "processEnvironments: true}};</script>")
+TABLE_STYLE = ("<style>.text_cell_render table{border-collapse:collapse;margin:1em 0}"
+               ".text_cell_render th,.text_cell_render td{border:1px solid #ccc;padding:4px 10px;"
+               "vertical-align:top;text-align:left}.text_cell_render thead th{background:#f3f3f3}</style>")
 # nbconvert's markdown renders {cite}`a,b` as {cite}<code>a,b</code>; {cite:t} names the authors in the text.
 _CITE = re.compile(r"\{cite(?::(\w+))?\}<code>([^<]*)</code>")
 _NBCONVERT_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
@@ -86,7 +92,8 @@ def exercise_titles(nb: nbformat.NotebookNode) -> dict[str, str]:
 
 def render(page: str, titles: dict[str, str], mathjax: str | None) -> str:
     """nbgrader's feedback `page` with citations as text, the exercises' `titles` in its table of
-    contents, and MathJax loaded from the relative URL `mathjax` (None: no maths rendering)."""
+    contents, its markdown tables drawn (`TABLE_STYLE`), and MathJax loaded from the relative URL `mathjax`
+    (None: no maths rendering)."""
     page = _CITE.sub(lambda m: html.escape(cite_text(html.unescape(m.group(2)), m.group(1))), page)
 
     def entry(m: re.Match) -> str:
@@ -97,7 +104,7 @@ def render(page: str, titles: dict[str, str], mathjax: str | None) -> str:
         return f'<li><a href="#{m.group(1) or ""}{m.group(2)}">{html.escape(label)}</a>'
 
     page = _TOC_ENTRY.sub(entry, page)
-    script = f'{MATHJAX_CONFIG}\n<script src="{html.escape(mathjax)}"></script>' if mathjax else ""
+    script = TABLE_STYLE + (f'\n{MATHJAX_CONFIG}\n<script src="{html.escape(mathjax)}"></script>' if mathjax else "")
     return _NBCONVERT_MATHJAX.sub(lambda _: script, page)
 
 
