@@ -193,6 +193,26 @@ def _encoder_output(ax, cx, top, cross, highlight):
     return out_y
 
 
+def _map_axes(ax: plt.Axes | None) -> tuple[plt.Axes, bool]:
+    """`ax`, or the axes of a new figure (True: the figure is the map's own, sized to it by `_fit`)."""
+    if ax is not None:
+        return ax, False
+    return plt.figure().add_axes((0, 0, 1, 1)), True
+
+
+def _fit(ax: plt.Axes, centres: list[float], y0: float, top: float, own: bool) -> plt.Figure:
+    """Frame columns centred at `centres` from y0 to `top` (plus room for the titles), one unit per inch."""
+    x0, x1 = min(centres) - _FRAME - _MARGIN, max(centres) + _FRAME + _MARGIN
+    y1 = top + 0.45
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if own:
+        ax.figure.set_size_inches(x1 - x0, y1 - y0)
+    return ax.figure
+
+
 def architecture_map(highlight: int | None = None, ax: plt.Axes | None = None) -> plt.Figure:
     """The encoder-decoder Transformer as the course builds it, bottom to top.
 
@@ -203,10 +223,7 @@ def architecture_map(highlight: int | None = None, ax: plt.Axes | None = None) -
     to x, and a final LayerNorm closes each stack. Shapes are written beside
     the data flow: B batch, S sequence length, |V| vocabulary size.
     """
-    own = ax is None
-    if own:
-        fig = plt.figure()
-        ax = fig.add_axes((0, 0, 1, 1))
+    ax, own = _map_axes(ax)
     where: dict[str, tuple[float, float, float]] = {}
     tops = {title: _column(ax, cx, steps, side, highlight, where)
             for title, (cx, steps, side) in _COLUMNS.items()}
@@ -222,16 +239,7 @@ def architecture_map(highlight: int | None = None, ax: plt.Axes | None = None) -
     ax.text(centre, -0.3, "Chapter 10 trains the whole model", ha="center", va="top", fontsize=9,
             style="italic", weight="bold" if highlight == 10 else "normal",
             color=_ACCENT if highlight == 10 else "#555555")
-    x0 = min(cx for cx, _, _ in _COLUMNS.values()) - _FRAME - _MARGIN
-    x1 = max(cx for cx, _, _ in _COLUMNS.values()) + _FRAME + _MARGIN
-    y0, y1 = -0.7, max(tops.values()) + 0.45
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    if own:
-        ax.figure.set_size_inches(x1 - x0, y1 - y0)
-    return ax.figure
+    return _fit(ax, [cx for cx, _, _ in _COLUMNS.values()], -0.7, max(tops.values()), own)
 
 
 # ---------------------------------------------------------------------------
@@ -264,10 +272,7 @@ def decoder_only_map(ax: plt.Axes | None = None) -> plt.Figure:
     """Chapter 10's GPT-style decoder-only model (left) beside chapter 11's modern one (right), bottom
     to top, the parts chapter 11 changes coloured. Both are pre-norm stacks of N layers; shapes as in
     `architecture_map` (B batch, S sequence length, |V| vocabulary size)."""
-    own = ax is None
-    if own:
-        fig = plt.figure()
-        ax = fig.add_axes((0, 0, 1, 1))
+    ax, own = _map_axes(ax)
     columns = {"GPT-style (ch. 10)": (0.0, _GPT_DECODER, -1),
                "Modern, Llama-style (ch. 11)": (2 * _FRAME + _COLUMN_GAP, _MODERN_DECODER, +1)}
     tops = {}
@@ -276,13 +281,4 @@ def decoder_only_map(ax: plt.Axes | None = None) -> plt.Figure:
         _arrow(ax, [(cx, top), (cx, top + _SHAPE_GAP)])
         tops[title] = top + _SHAPE_GAP
         ax.text(cx, tops[title] + 0.12, title, ha="center", va="bottom", fontsize=11, weight="bold")
-    x0 = min(cx for cx, _, _ in columns.values()) - _FRAME - _MARGIN
-    x1 = max(cx for cx, _, _ in columns.values()) + _FRAME + _MARGIN
-    y0, y1 = -0.3, max(tops.values()) + 0.45
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    if own:
-        ax.figure.set_size_inches(x1 - x0, y1 - y0)
-    return ax.figure
+    return _fit(ax, [cx for cx, _, _ in columns.values()], -0.3, max(tops.values()), own)
