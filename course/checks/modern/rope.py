@@ -127,8 +127,8 @@ _MISTAKES = [
             "i = 0 .. d_head / 2 - 1.", variant(_rope, power=1.0)),
     Mistake("Did you use the positions 0 .. seq - 1 instead of the positions given? Row j turns by positions[j] * "
             "theta_i (in a KV cache the new rows sit at t, t + 1, ...).", variant(_rope, positions="arange")),
-    Mistake("Did you compute the angles in float32? Near position 10^7 a float32 angle is off by up to "
-            "0.1 radians: compute positions * theta in float64, take cos and sin, then cast to x's dtype.",
+    Mistake("Did you compute the angles in float32? Near position 10^7 float32 angles are off by up to about "
+            "0.1 radian for most pairs: compute positions * theta in float64, take cos and sin, then cast to x's dtype.",
             variant(_rope, angles=torch.float32)),
 ]
 
