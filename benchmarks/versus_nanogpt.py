@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
               "config/train_shakespeare_char.py", *NANOGPT_FLAGS]),
               "course_command": "benchmarks/char_lm.py --preset nanogpt-cpu --fused {1: fused, 0: own} "
                                 f"--threads {args.threads}",
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rounds": []}
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "orders": [], "rounds": []}
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "nanogpt-out")
         sides = {"nanogpt": lambda: run_nanogpt(checkout, args.threads, out),
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
             order = list(sides) if r % 2 == 0 else list(reversed(sides))   # a trend in the load falls on both sides
             done = {name: sides[name]() for name in order}
             runs = {name: done[name] for name in sides}
-            record["orders"] = record.get("orders", []) + [order]
+            record["orders"].append(order)
             record["rounds"].append(runs)
             print(f"round {r + 1}: " + "; ".join(f"{name} {run['tokens_per_second']:,} tokens/s, val "
                                                  f"{run['final_val']:.4f}, {run['wall_seconds']} s wall"

@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from course.probing.calls.modern.attention import CALLS, GIVEN, RETURNED
-from course.probing.kit import COUNT, PARAMS
 from course.probing.calls.modern.model import TIED
+from course.probing.kit import COUNT, PARAMS
 from course.reference.positional_encoding import sinusoidal_encoding
 
 from .. import kit
