@@ -22,6 +22,7 @@ from course.protocol import (JUPYTER_DIR, LIB_DIR, STATUS_DIR, kernel_name, sour
                              verdicts_name)
 
 from .chapters import ROOT, Chapter, course_files
+from .cleanup import CleanupError, remove_tree
 from .limits import Limits
 
 
@@ -87,11 +88,17 @@ class Course:
         shutil.rmtree(self.source, ignore_errors=True)
         shutil.copytree(self.ch.solution.parent, self.source, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
 
-    def forget(self, student: str) -> None:
-        """Drop whatever an earlier run kept of this student's chapter."""
+    def forget(self, student: str, quietly: bool = False) -> None:
+        """Drop whatever an earlier run kept of this student's chapter (`quietly`: what cannot be
+        removed is logged and left, for the next run to try again)."""
         for folder in (self.submitted(student), self.autograded(student), self.feedback(student),
                        self.published_feedback(student)):
-            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                remove_tree(folder)
+            except CleanupError as err:
+                if not quietly:
+                    raise
+                print(f"warning: {student}: {err}", file=sys.stderr)
         self.stamp(student).unlink(missing_ok=True)
         self.verdicts(student).unlink(missing_ok=True)
 
@@ -109,8 +116,8 @@ class Course:
         stamp = self.stamp(student)
         if stamp.exists() and stamp.read_text() == key and self.is_graded(student):
             return False
-        shutil.rmtree(self.autograded(student), ignore_errors=True)
-        shutil.rmtree(self.submitted(student), ignore_errors=True)
+        remove_tree(self.autograded(student))  # the kernel's leftovers too, whatever their shape
+        remove_tree(self.submitted(student))
         self.submitted(student).mkdir(parents=True)
         (self.submitted(student) / f"{self.ch.id}.ipynb").write_text(text)
         if timestamp:

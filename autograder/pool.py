@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import selectors
-import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from .cleanup import remove_quietly
 from .course_folder import Course
 from .nbgrader_commands import grader_limits, nbgrader_env
 
@@ -130,7 +130,7 @@ class Pool:
                 progress.done += 1
                 progress.failed += outcome.problem is not None
                 if outcome.problem:
-                    shutil.rmtree(course.autograded(task.student), ignore_errors=True)
+                    remove_quietly(course.autograded(task.student))
             progress.show()
         progress.finish()
         return outcomes

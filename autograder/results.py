@@ -52,7 +52,10 @@ def run_notes(course: Course, student: str) -> list[str]:
     if note.get("output_truncated"):
         notes.append("output truncated")
     if note.get("removed_entries"):
-        notes.append(f"{note['removed_entries']} link(s) or special file(s) left by the kernel removed")
+        notes.append(f"{note['removed_entries']} link(s), special file(s) or over-deep folder(s) left by the kernel "
+                     "removed")
+    if note.get("leftover"):
+        notes.append(f"the kernel's scratch folder was not removed whole ({note['leftover']})")
     return notes
 
 

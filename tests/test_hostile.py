@@ -343,6 +343,30 @@ def test_killed_half_way_then_rerun_finishes_with_every_grade_right(batch, tmp_p
     assert grades == len(per_student) * len(grade_cells(CH))  # each graded cell once: test cell, written answer
 
 
+def test_trees_left_behind_stop_no_later_run(batch, tmp_path):
+    """A folder chain thousands of levels deep, left in the course folder (by a kernel, before the grader
+    could remove it) or in a student's upload, costs no one a grade in the next run: the notebook
+    beside it is graded again (its folder emptied first) and every grade is as before."""
+    out, subs = tmp_path / "out", tmp_path / "submitted"
+    shutil.copytree(batch.paths.out, out)
+    shutil.copytree(batch.submissions, subs)
+    for top in (out / "nbgrader" / "autograded" / HONEST / CH.id, subs / "honest-partial" / CH.id):
+        (top / "deep").mkdir()
+        fd = os.open(top / "deep", os.O_RDONLY | os.O_DIRECTORY)
+        for _ in range(4000):
+            os.mkdir("d", dir_fd=fd)
+            fd, old = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+            os.close(old)
+        os.close(fd)
+    nb = nbformat.read(subs / HONEST / CH.id / f"{CH.id}.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("handed in again"))  # so its folder is emptied and regraded
+    nbformat.write(nb, subs / HONEST / CH.id / f"{CH.id}.ipynb")
+    proc = run_grade(subs, out)
+    assert "1 notebook(s) run" in proc.stdout
+    assert read_rows(out) == batch.rows
+    assert not (out / "nbgrader" / "autograded" / HONEST / CH.id / "deep").exists()
+
+
 def test_grade_refuses_to_run_without_a_sandbox(tmp_path):
     (tmp_path / "submitted").mkdir()
     env = dict(os.environ, PATH=str(Path(sys.executable).parent))  # no bwrap on PATH

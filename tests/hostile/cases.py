@@ -439,6 +439,35 @@ torch.set_default_dtype(torch.float64)  # to check gradients by hand, say
 #: modules a later Python started in the graded notebook's folder would import instead of the real ones
 PLANTED = ["ipykernel_launcher.py", "autograder/__init__.py", "autograder/sandbox.py", "course/__init__.py",
            "nbgrader/__init__.py", "sitecustomize.py"]
+LEFT_TREES = '''
+import os
+
+
+def chain(top, depth):
+    """A folder chain `depth` levels deep (far deeper than a path may be long)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    os.close(fd)
+
+
+os.mkdir("deep")
+chain("deep", 4000)                  # in the kernel's working folder
+os.mkdir(".course-probes/deep")
+chain(".course-probes/deep", 4000)  # and beside the records, in the graded notebook's folder
+os.mkdir("wide")
+for i in range(20000):
+    open(f"wide/{{i}}", "w").close()
+os.makedirs("locked/inner")
+os.chmod("locked/inner", 0)
+os.chmod("locked", 0)
+open(b"odd \\xff\\n name", "w").close()
+os.mkfifo("pipe")
+'''
+
 PLANT_MODULES = '''
 import os
 
@@ -553,7 +582,7 @@ AWAITS = "graded (awaits manual grading)"  # a written answer given (the others 
 KILLED = "kernel died (DeadKernelError)"
 IGNORED_INTERRUPT = "kernel killed: it did not stop 5 s after being interrupted at the per-cell time limit"
 STUBBORN = "infinite-loop-ignoring-interrupts"
-LINKS_REMOVED = "link(s) or special file(s) left by the kernel removed"
+LINKS_REMOVED = "link(s), special file(s) or over-deep folder(s) left by the kernel removed"
 
 CASES = [
     # honest students
@@ -582,6 +611,7 @@ CASES = [
     Case("x-isolation-probe", 2.0, GRADED, _with(CORRECT, before=filled(ISOLATION_PROBE))),
     Case("x-escape-by-links", 2.0, f"graded (3 {LINKS_REMOVED})", _with(CORRECT, after=filled(ESCAPE_BY_LINKS))),
     Case("x-plant-modules", 2.0, GRADED, _with(CORRECT, after=filled(PLANT_MODULES))),
+    Case("x-left-trees", 2.0, f"graded (1 {LINKS_REMOVED})", _with(CORRECT, after=filled(LEFT_TREES))),
     # broken notebooks
     Case("bad-json", 0.0, "invalid notebook: NotJSONError", files({f"{CH.id}.ipynb": '{"cells": [ not json'})),
     Case("dup-grade-id", 2.0, f"graded (grading metadata removed from a cell with duplicate grade_id '{TEST}')",
