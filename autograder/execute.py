@@ -15,11 +15,16 @@
   (a forked child writing on the kernel's sockets, or a forger) would make
   nbclient raise, and nbgrader would drop the whole notebook. The grader's
   channels (`TolerantChannel`) drop such a message, log it and go on.
-* A time budget for the whole notebook (`notebook_seconds`, see
-  `autograder.limits`): a cell never runs past what is left of it, and once
-  it is spent the remaining cells are not run (the judge credits the checks
-  recorded so far). A notebook whose every function loops forever so costs
-  the budget, not a cell limit per cell.
+* A time budget for the student's own cells (`notebook_seconds`, see
+  `autograder.limits`): every cell but the test cells runs within what is
+  left of it. Once it is spent, a cell that only defines (an answer cell, or
+  one of nothing but imports and definitions: `defines_only`) still runs,
+  within `after_budget_seconds`, and the others are not run. The test cells
+  always run, each within its own limit (`test_cell_seconds`), whatever the
+  student's cells took: a long training cell left in a notebook costs time,
+  not the grade. A notebook whose every function loops forever costs the
+  budget, plus a few seconds per check (the kernel's checks give up on a
+  call after `course.probing.runner.CASE_SECONDS`).
 * A kernel that ignores the interrupt at a cell's time limit (it ignores
   SIGINT, or broke the machinery that answers) would hold the notebook
   until the wall clock: after `interrupt_grace_seconds` without an answer
@@ -41,13 +46,13 @@ notebook's run time and the grader's peak memory so far.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import math
 import logging
 import os
 import resource
-import shutil
 import stat
 import tempfile
 import time
@@ -66,9 +71,11 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, Type, Unicode, default
 
+from course.cells import is_test_cell
 from course.protocol import status_name
 
 from . import sandbox
+from .cleanup import CleanupError, empty_folder, remove_tree
 
 #: folders the kernel nests deeper than this are deleted after it ran
 MAX_DEPTH = 16
@@ -107,8 +114,13 @@ def _reclaim(fd: int, depth: int) -> int:
                 removed += _reclaim(sub, depth + 1)
             finally:
                 os.close(sub)
-        elif stat.S_ISDIR(mode):
-            shutil.rmtree(entry.name, dir_fd=fd)
+        elif stat.S_ISDIR(mode):  # deeper than any honest folder: emptied without recursing (`cleanup`)
+            sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                removed += empty_folder(sub)
+            finally:
+                os.close(sub)
+            os.rmdir(entry.name, dir_fd=fd)
             removed += 1
         elif stat.S_ISREG(mode):
             os.chown(entry.name, os.geteuid(), os.getegid(), dir_fd=fd, follow_symlinks=False)
@@ -136,6 +148,20 @@ def kernel_socket_folder(socket_dir: Path) -> Path:
         folder.rmdir()
     raise RuntimeError(f"no folder for IPC sockets with a path under {MAX_SOCKET_PATH} bytes: "
                        "set TMPDIR to a short path")
+
+
+def defines_only(cell: NotebookNode) -> bool:
+    """Whether a cell still runs once the budget is spent: an answer cell (nbgrader's solution), or a
+    cell of nothing but imports, function and class definitions (what later cells may need)."""
+    if utils.is_solution(cell):
+        return True
+    try:
+        body = ast.parse(cell.source).body
+    except SyntaxError:
+        return False
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return all(isinstance(node, kinds) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+               for node in body)
 
 
 class TolerantChannel(AsyncZMQSocketChannel):
@@ -197,12 +223,15 @@ class GuardedExecute(Execute):
     wall_seconds = Integer(600, help="the sandbox's wall-clock limit (for the message)").tag(config=True)
     test_cell_seconds = Integer(0, help="interrupt an autograder test cell after this long "
                                 "(0: the per-cell timeout)").tag(config=True)
-    notebook_seconds = Integer(0, help="the whole notebook's time budget: no cell runs past it, and the "
-                               "cells left when it is spent are not run (0: no budget)").tag(config=True)
+    notebook_seconds = Integer(0, help="the student's cells' time budget: no cell but a test cell runs past "
+                               "it, and once it is spent only cells that define run (0: no budget)").tag(config=True)
+    after_budget_seconds = Integer(5, help="what a cell that defines gets once the budget is spent").tag(config=True)
     interrupt_grace_seconds = Float(5.0, help="kill a kernel that has not answered the interrupt at a "
                                     "cell's time limit this long after it").tag(config=True)
     raise_on_iopub_timeout = Bool(False, help="stop the notebook when a cell's output is lost "
                                   "(a refused message): no, go on with the next cell").tag(config=True)
+    #: every code cell runs: intake removes the tags, and no tag may skip a cell the seed counted
+    skip_cells_with_tag = Unicode("\0 no tag skips a cell").tag(config=True)
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("kernel_manager_class", BoundedKernelManager)
@@ -210,29 +239,37 @@ class GuardedExecute(Execute):
         self.timeout_func = self._cell_timeout
 
     def _cell_timeout(self, cell: NotebookNode) -> int | None:
-        """A test cell's timeout, else the per-cell one (None: no limit), never past the
-        notebook's budget."""
-        timeout = self.timeout
-        if self.test_cell_seconds and utils.is_grade(cell) and not utils.is_solution(cell):
-            timeout = min(self.test_cell_seconds, self.timeout or self.test_cell_seconds)
+        """A test cell's own timeout; any other cell's, never past what is left of the budget (a cell
+        that defines gets `after_budget_seconds` once it is spent). None: no limit."""
+        if is_test_cell(cell):
+            return min(self.test_cell_seconds or self.timeout, self.timeout or self.test_cell_seconds) or None
         left = self._budget_left()
-        if left is not None:
-            timeout = max(1, min(timeout or left, math.ceil(left)))
-        return timeout
+        if left is None:
+            return self.timeout
+        if left <= 0:
+            return min(self.after_budget_seconds, self.timeout or self.after_budget_seconds)
+        return max(1, min(self.timeout or left, math.ceil(left)))
 
     def _budget_left(self) -> float | None:
-        """Seconds left of the notebook's budget (None: no budget)."""
+        """Seconds left of the student's cells' budget (None: no budget)."""
         if not self.notebook_seconds:
             return None
-        return self.notebook_seconds - (time.monotonic() - self._start)
+        return self.notebook_seconds - self._spent
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
-        """Run the cell, unless the notebook's budget is spent (then note it, and run nothing)."""
+        """Run the cell, unless the budget is spent and it is a cell that computes (then note it, and
+        run nothing); the time a cell other than a test cell takes comes off the budget."""
+        if cell.cell_type != "code" or is_test_cell(cell):
+            return super().preprocess_cell(cell, resources, index)
         left = self._budget_left()
-        if cell.cell_type == "code" and left is not None and left <= 0:
+        if left is not None and left <= 0 and not defines_only(cell):
             self._not_run.append(index)
             return cell, resources
-        return super().preprocess_cell(cell, resources, index)
+        start = time.monotonic()
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        finally:
+            self._spent += time.monotonic() - start
 
     def create_kernel_manager(self) -> Any:
         km = super().create_kernel_manager()
@@ -253,9 +290,9 @@ class GuardedExecute(Execute):
         self._ignored_interrupt = False
         self._not_run: list[int] = []
         TolerantChannel.dropped = 0
-        problem = None
+        problem = leftover = None
         start, iopub_timeout = time.monotonic(), self.iopub_timeout
-        self._start = start
+        self._start, self._spent = start, 0.0
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         except (DeadKernelError, CellTimeoutError, RuntimeError) as err:
@@ -271,14 +308,18 @@ class GuardedExecute(Execute):
             self.iopub_timeout = iopub_timeout
             if self._sockets:
                 self._log_kernel_output(problem)
-                shutil.rmtree(self._sockets, ignore_errors=True)
+                try:
+                    remove_tree(self._sockets)  # the kernel's scratch folder, whatever it built there
+                except CleanupError as err:
+                    leftover = str(err)
+                    self.log.warning("%s: %s", resources["nbgrader"]["student"], err)
                 group = sandbox.cpu_group_of(self._sockets)
                 if group is not None:
                     sandbox.remove_cpu_group(group, wait=2.0)
             removed = reclaim_folder(Path(resources["metadata"]["path"]))
         if self._not_run and problem is None:
-            problem = (f"the notebook's time budget of {self.notebook_seconds} s ran out: "
-                       f"{len(self._not_run)} cell(s) not run")
+            problem = (f"the time budget of {self.notebook_seconds} s for the notebook's own cells ran out: "
+                       f"{len(self._not_run)} cell(s) not run (the test cells ran)")
         self._write_status(resources["nbgrader"], {
             "problem": problem,
             "dropped_messages": TolerantChannel.dropped,
@@ -286,6 +327,7 @@ class GuardedExecute(Execute):
             "cells_not_run": self._not_run,
             "output_truncated": self._flooded,
             "removed_entries": removed,
+            "leftover": leftover,
             "seconds": round(time.monotonic() - start, 2),
             "grader_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         })

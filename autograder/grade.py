@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -55,6 +54,7 @@ from course.protocol import SECRET_ENV
 
 from . import feedback, sandbox
 from .chapters import all_chapters
+from .cleanup import remove_tree
 from .course_folder import Course
 from .fingerprint import folder_digest, judging_digest
 from .gradebook import gradebook_url, open_gradebook, release_recorded, setup_lock
@@ -150,39 +150,49 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, u
     schedule = schedule or Schedule()
     db_url = gradebook_url(course.root, db)
     kernel = course.write_kernelspec(use_sandbox, limits)
-    config = nbgrader_config(course.root, secret, kernel, limits, schedule.late_penalty)
+    config = nbgrader_config(course.root, secret, kernel, limits, schedule.late_penalty, schedule.forbidden_calls)
     config.CourseDirectory.db_url = db_url
     write_config(course.root, config)
     secret_digest = hashlib.sha256(secret.read_bytes()).hexdigest()
     key = f"{prepare_assignment(course, db_url)}\0{judging_digest(ch, limits)}\0{use_sandbox}\0{secret_digest}"
     set_due_date(course, db_url, schedule, sorted(folders))
-    key += f"\0{schedule.due.get(ch.id)}\0{schedule.late_penalty}"
+    key += f"\0{schedule.due.get(ch.id)}\0{schedule.late_penalty}\0{schedule.forbidden_calls}"
     release = nbformat.read(course.release, as_version=4)
     status: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
     todo = []
     for s, folder in folders.items():
-        got = intake(ch.id, folder, release) if folder else Intake(problem="missing: nothing submitted")
-        if got.problem:
-            status[s] = got.problem
-            course.forget(s)
+        try:
+            got = intake(ch.id, folder, release) if folder else Intake(problem="missing: nothing submitted")
+            if got.problem:
+                status[s] = got.problem
+                course.forget(s)
+                continue
+            timestamp, problem = read_timestamp(folder)
+            staged = course.stage(s, got.notebook, f"{key}\0{schedule.extensions.get((s, ch.id))}", timestamp)
+        except Exception as err:  # one student's files (an upload, or what their kernel left) stop only them
+            status[s] = f"not graded: could not stage the notebook ({type(err).__name__}: {err})"[:300]
+            course.forget(s, quietly=True)
             continue
-        notes[s] = got.notes
-        timestamp, problem = read_timestamp(folder)
-        if problem:
-            notes[s].append(problem)
-        if course.stage(s, got.notebook, f"{key}\0{schedule.extensions.get((s, ch.id))}", timestamp):
+        notes[s] = got.notes + ([problem] if problem else [])
+        if staged:
             todo.append(s)
     for stale in (course.root / "submitted").glob(f"*/{ch.id}"):  # nbgrader grades all of submitted/
         if stale.parent.name not in notes:
-            course.forget(stale.parent.name)
+            course.forget(stale.parent.name, quietly=True)
     tasks = [Task(s, autograde=s in todo) for s in notes]
     outcomes = pool.run(course, tasks, START_SECONDS + limits.wall_seconds + NOTEBOOK_SECONDS,
                         Progress(f"grading {ch.id}", len(tasks)))
     for s, outcome in outcomes.items():
         if outcome.problem:
             status[s] = f"not graded: {outcome.problem}"
-        elif not (outcome.feedback and publish_feedback(course, s)):
+            continue
+        try:
+            published = outcome.feedback and publish_feedback(course, s)
+        except Exception as err:  # the page is the student's: a failure here is theirs alone
+            notes[s].append(f"no feedback: {type(err).__name__}: {err}"[:200])
+            continue
+        if not published:
             notes[s].append("no feedback: nbgrader generate_feedback failed")
     unchanged = len([s for s in notes if s not in status and s not in todo])
     print(f"graded {ch.id}: {len(todo)} notebook(s) run, {unchanged} unchanged")
@@ -193,7 +203,7 @@ def publish_feedback(course: Course, student: str) -> bool:
     """Copy the student's feedback HTML to OUT/feedback, rendered for reading offline
     (`feedback.publish`); False if there is none."""
     html, dest = course.feedback(student) / f"{course.ch.id}.html", course.published_feedback(student)
-    shutil.rmtree(dest, ignore_errors=True)
+    remove_tree(dest)
     if not html.is_file():
         return False
     dest.mkdir(parents=True)

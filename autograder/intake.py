@@ -86,10 +86,14 @@ def intake(chapter_id: str, folder: Path, release: NotebookNode) -> Intake:
 
 
 def _plain_cell(cell: dict) -> NotebookNode:
-    """A well-formed cell with the student's type, source, id and tags.
+    """A well-formed cell with the student's type, source and id.
 
     Outputs are dropped (nbgrader clears them anyway), and so is metadata
-    other than tags and nbgrader's (which `repair` checks).
+    other than nbgrader's (which `repair` checks), tags included: a tag can
+    change what runs (nbclient skips a cell tagged ``skip-execution``)
+    without changing the code the grader's seed is drawn from
+    (`course.checks.framework.submission_code`), and a notebook that kept
+    its code and changed which cells run would keep its draw.
     """
     make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
             "raw": nbformat.v4.new_raw_cell}[cell["cell_type"]]
@@ -99,9 +103,6 @@ def _plain_cell(cell: dict) -> NotebookNode:
         raise TypeError("cell source is not text")
     meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
     keep = {}
-    tags = meta.get("tags")
-    if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
-        keep["tags"] = list(dict.fromkeys(tags))
     if "nbgrader" in meta:
         keep["nbgrader"] = meta["nbgrader"]
     new = make(source=source, metadata=keep)

@@ -35,7 +35,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import stat
 from pathlib import Path
 from typing import Callable, Optional
@@ -44,14 +43,18 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 
 from course.cells import checks_in_source, hidden_lines, is_test_cell, uses_of
 from course.probing import runner, verdicts
 from course.probing.verdicts import Verdict
-from course.protocol import PROBE_DIRNAME, cell_score, record_name, verdicts_name
+from course.protocol import ALLOW_FORBIDDEN_FILE, PROBE_DIRNAME, cell_score, counted, record_name, verdicts_name
+
+from .cleanup import remove_tree
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+#: after a guard that passed but does not count yet (`course.protocol.counted`)
+GUARD_WAITS = " (not counted yet: errors and properties count once this exercise's other checks pass)"
 ECHO_REMOVED = NotebookNode(output_type="stream", name="stdout",
                             text="[output removed by the grader: it showed hidden test code]\n")
 
@@ -95,10 +98,7 @@ def _shows_any(output: NotebookNode, lines: set[str]) -> bool:
 
 
 def _remove(probe: Path) -> None:
-    if probe.is_symlink() or probe.is_file():
-        probe.unlink()
-    elif probe.exists():
-        shutil.rmtree(probe)
+    remove_tree(probe)  # what the kernel left there, whatever its depth (`autograder.cleanup`)
 
 
 def _trusted_judge(name: str, hidden: bool, text: str | None, *, seed: int) -> tuple[bool, str]:
@@ -115,9 +115,12 @@ def _seed(secret_file: str, info: dict, nb: NotebookNode) -> int:
 class PrepareProbes(NbGraderPreprocessor):
     """Give the kernel a folder to record results in, holding the cases of
     every check the test cells call (their instructor source, restored by
-    OverwriteCells)."""
+    OverwriteCells), and, when the instructor lets forbidden functions run
+    (``forbidden_calls: flag`` in schedule.yml), a file that says so."""
 
     secret_file = Unicode("", help="File holding the grading secret").tag(config=True)
+    allow_forbidden = Bool(False, help="let functions an exercise forbids run in its checks (only noted)").tag(
+        config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         probe = Path(resources["metadata"]["path"]) / PROBE_DIRNAME
@@ -125,6 +128,8 @@ class PrepareProbes(NbGraderPreprocessor):
         probe.mkdir()
         from course.checks import framework
         framework.write_cases(probe, graded_calls(nb), _seed(self.secret_file, resources["nbgrader"], nb))
+        if self.allow_forbidden:
+            (probe / ALLOW_FORBIDDEN_FILE).write_text("")
         return nb, resources
 
 
@@ -179,11 +184,9 @@ class JudgeChecks(NbGraderPreprocessor):
             if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
                 cell.outputs, records = judge_cell(cell.source, float(cell.metadata.nbgrader["points"]), probe,
                                                    functools.partial(_trusted_judge, seed=seed), self.log)
-                flagged = forbidden_uses(cell.source, code)
-                if flagged:
-                    cell.outputs[0].text += (f"⚠ For your instructor: your notebook names {', '.join(flagged)}, which "
-                                             "this exercise asks you not to use. A person will read them; the "
-                                             "grader takes no points for it.\n")
+                cell.outputs[0].text += forbidden_note(cell.source, code, records)
+                flagged = sorted({n for r in records for n in r.get("reached", [])} | set(forbidden_uses(cell.source,
+                                                                                                           code)))
                 cells[cell.metadata.nbgrader["grade_id"]] = {"digest": report_digest(cell.outputs),
                                                              "checks": records, "flagged": flagged}
                 secret_lines |= hidden_lines(cell.source)
@@ -211,6 +214,23 @@ class JudgeChecks(NbGraderPreprocessor):
         partial = path.with_name(path.name + ".partial")
         partial.write_text(json.dumps(data, ensure_ascii=False, indent=1))
         os.replace(partial, path)  # a run stopped halfway leaves the old file or the new one, whole
+
+
+def forbidden_note(source: str, cells: list[str], records: list[dict]) -> str:
+    """What a test cell's feedback adds about the functions its exercise forbids: those the student's
+    code called while the checks ran and that ran (the instructor's ``forbidden_calls: flag``; refused,
+    they failed their case, which says so), and those the notebook names (`forbidden_uses`)."""
+    ran = sorted({n for r in records if r.get("passed") for n in r.get("reached", [])})
+    named = [f for f in forbidden_uses(source, cells) if f not in ran]
+    note = ""
+    if ran:
+        note += (f"⚠ For your instructor: while the checks ran, your code called {', '.join(ran)}, which this "
+                 "exercise asks you not to use; your instructor's setting let it run and took no points. A person "
+                 "will read it.\n")
+    if named:
+        note += (f"⚠ For your instructor: your notebook names {', '.join(named)}, which this exercise asks you "
+                 "not to use. A person will read them; the grader takes no points for it.\n")
+    return note
 
 
 def forbidden_uses(source: str, cells: list[str]) -> list[str]:
@@ -255,7 +275,8 @@ def judge_cell(source: str, points: float, probe: Path, judge: Judge,
     `probe` the folder the kernel recorded results in, and `judge` decides
     each check from its record (the grader's: `framework.judge_record` on
     the cases drawn from the secret; a self-check's: the visible answers,
-    `course.probing.practice.judge_record`). The outputs are a plain text
+    `course.probing.practice.judge_record`); a guard counts only when the
+    cell's other checks pass (`course.protocol.counted`). The outputs are a plain text
     report, then, when some checks failed, the partial score (`cell_score`)
     as the cell's result, or an error when none passed: what nbgrader's own
     scoring reads.
@@ -269,8 +290,9 @@ def judge_cell(source: str, points: float, probe: Path, judge: Judge,
     records = [v.record for v in judged]
     if not judged:
         judged = [Verdict(False, "✗ this test cell calls no check(...): it cannot be graded.", {})]
-    passed = sum(v.passed for v in judged)
-    report = "\n".join(v.text for v in judged) + "\n"
+    counts = counted([(v.passed, bool(v.record.get("guard"))) for v in judged])
+    passed = sum(counts)
+    report = "\n".join(v.text + (GUARD_WAITS if v.passed and not c else "") for v, c in zip(judged, counts)) + "\n"
     outputs = [NotebookNode(output_type="stream", name="stdout", text=report)]
     if passed == len(judged):
         return outputs, records
@@ -280,7 +302,7 @@ def judge_cell(source: str, points: float, probe: Path, judge: Judge,
                                     data={"text/plain": repr(score)}))
     else:
         outputs.append(NotebookNode(output_type="error", ename="CheckFailed",
-                                    evalue="no check in this cell passed", traceback=[]))
+                                    evalue="no check in this cell earned points", traceback=[]))
     return outputs, records
 
 

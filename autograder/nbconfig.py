@@ -39,11 +39,13 @@ FEEDBACK_PREPROCESSORS = [
 ]
 
 
-def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits, late_penalty: str = "none") -> Config:
+def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits, late_penalty: str = "none",
+                    forbidden_calls: str = "refuse") -> Config:
     """nbgrader's settings for a course folder `root`: grade in `kernel`
     with the per-cell and wall-clock `limits`, seeding hidden cases from the
     grading `secret` file, with the `late_penalty` of ``schedule.yml``
-    (``none``, ``zero``: nbgrader's own; ``P% per day``: `autograder.late.PercentPerDay`)."""
+    (``none``, ``zero``: nbgrader's own; ``P% per day``: `autograder.late.PercentPerDay`)
+    and its `forbidden_calls` (``refuse``, ``flag``: `autograder.schedule.Schedule`)."""
     c = Config()
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.course_id = COURSE_ID
@@ -58,6 +60,7 @@ def nbgrader_config(root: Path, secret: Path, kernel: str, limits: Limits, late_
     c.GuardedExecute.shutdown_kernel = "immediate"  # nothing in the kernel is worth waiting for
     c.Autograde.autograde_preprocessors = AUTOGRADE_PREPROCESSORS
     c.PrepareProbes.secret_file = str(secret)
+    c.PrepareProbes.allow_forbidden = forbidden_calls == "flag"
     c.JudgeChecks.secret_file = str(secret)
     c.JudgeChecks.verdicts_dir = str(root / STATUS_DIR)  # the grader's own: the report reads them there
     c.JudgeChecks.release_dir = str(root / "release")  # the released notebooks: their cells are the instructor's

@@ -8,6 +8,7 @@ assignment ids).
 
     timezone: Europe/London          # the zone the dates below are in (default UTC)
     late_penalty: none               # none | zero | "10% per day" (of the score, per started day)
+    forbidden_calls: refuse          # refuse | flag: what a function an exercise forbids does in a check
     chapters:
       00_introduction: {due: 2026-09-21 23:59}
       01_tokenizing: {due: 2026-09-28 23:59, canvas_id: 4711}
@@ -30,19 +31,23 @@ from .chapters import ROOT, all_chapters
 SCHEDULE = ROOT / "schedule.yml"
 PENALTY = re.compile(r"^(none|zero|(\d+(?:\.\d+)?)\s*% per day)$")
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(weeks?|days?|hours?|minutes?)$")
-KNOWN_KEYS = {"timezone", "late_penalty", "chapters", "extensions"}
+KNOWN_KEYS = {"timezone", "late_penalty", "forbidden_calls", "chapters", "extensions"}
+FORBIDDEN_CALLS = ("refuse", "flag")
 CHAPTER_KEYS = {"due", "canvas_id"}
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """Due dates (aware datetimes, UTC), extensions and the late policy."""
+    """Due dates (aware datetimes, UTC), extensions, the late policy, and what a forbidden call does:
+    ``refuse`` (the default: a function an exercise forbids raises while its checks run, so the
+    case fails and names it) or ``flag`` (it runs, and the feedback notes it for a person to read)."""
 
     due: dict[str, dt.datetime] = field(default_factory=dict)
     canvas_ids: dict[str, str] = field(default_factory=dict)
     extensions: dict[tuple[str, str], dt.timedelta] = field(default_factory=dict)
     late_penalty: str = "none"
     timezone: str = "UTC"
+    forbidden_calls: str = "refuse"
 
     @property
     def percent_per_day(self) -> float | None:
@@ -96,6 +101,9 @@ def parse_schedule(data: object, source: str = "schedule.yml") -> Schedule:
     penalty = str(data.get("late_penalty") or "none").strip()
     if not PENALTY.match(penalty):
         raise ValueError(f"{source}: late_penalty must be none, zero or 'P% per day', not {penalty!r}")
+    forbidden = str(data.get("forbidden_calls") or "refuse").strip()
+    if forbidden not in FORBIDDEN_CALLS:
+        raise ValueError(f"{source}: forbidden_calls must be one of {', '.join(FORBIDDEN_CALLS)}, not {forbidden!r}")
     known = {ch.id for ch in all_chapters()}
     due, canvas = {}, {}
     for ch, entry in (data.get("chapters") or {}).items():
@@ -115,7 +123,7 @@ def parse_schedule(data: object, source: str = "schedule.yml") -> Schedule:
             if ch not in due:
                 raise ValueError(f"{source}: extension for {student!r} on {ch!r}, which has no due date")
             extensions[(str(student), ch)] = _duration(value, f"{source}: extension {student}/{ch}")
-    return Schedule(due, canvas, extensions, penalty, zone_name)
+    return Schedule(due, canvas, extensions, penalty, zone_name, forbidden)
 
 
 def load_schedule(path: Path | None = None) -> Schedule:

@@ -34,6 +34,11 @@ PROBE_DIRNAME = ".course-probes"
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 
+#: in the probe folder when the instructor lets forbidden functions run (only noted, no points taken):
+#: `grade --forbidden-calls flag`; without it they raise while a check runs (the default)
+ALLOW_FORBIDDEN_FILE = "forbidden-calls-allowed"
+
+
 def cases_name(name: str, hidden: bool) -> str:
     """The file (in the probe folder) holding the cases of check `name` the grader hands in."""
     return f"{name}.{'hidden' if hidden else 'visible'}.cases.json"
@@ -51,6 +56,17 @@ def cell_score(points: float, passed: int, total: int) -> float:
     if passed == total:
         return float(points)
     return round(points * passed / total, 2)
+
+
+def counted(checks: list[tuple[bool, bool]]) -> list[bool]:
+    """Which of a test cell's checks count as passed, from each one's ``(passed, guard)``.
+
+    A guard checks an error path or a property that an answer doing no work can meet (raising
+    ValueError for a bad argument, a parameter table, lengths kept): it counts only when every
+    other check of the cell passes, so that an answer that always raises, or returns its input,
+    earns nothing. A cell of guards only counts them as they are."""
+    results_right = all(passed for passed, guard in checks if not guard)
+    return [passed and (results_right or not guard) for passed, guard in checks]
 
 
 # ---------------------------------------------------- the instructor ---

@@ -30,6 +30,7 @@ from autograder.report import (NOT_ATTEMPTED, WRITTEN_EMPTY, WRITTEN_PENDING, co
                                write_report)
 from autograder.secret import default_secret_path
 from course.checks.framework import Raises, checks_of, seed_for, submission_code
+from course.probing import runner
 from course.probing.plain import encode
 from course.protocol import STATUS_DIR, status_name
 from hostile.forgeries import FORGERIES
@@ -61,6 +62,16 @@ _results: dict[str, "Graded"] = {}
 STUB, SOLUTION = "stub", "solution"
 #: a stub whose every function loops forever, graded with the chapter of the largest time budget
 LOOPING, SLOWEST = "every-function-loops", max(CHAPTERS, key=notebook_budget)
+#: an honest notebook with a 15-minute training loop before its answers, graded with the last chapter
+LONG_TRAINING, LONG_CELL = "long-training-cell", CHAPTERS[-1]
+TRAINING_LOOP = """import time
+
+try:  # a training run left in the notebook: it stops on an interrupt, as training code does
+    for step in range(900):
+        time.sleep(1)
+except KeyboardInterrupt:
+    print("training stopped at step", step)
+"""
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,8 @@ def _grade_chapter(ch, base: Path) -> None:
     write(student_notebook(ch, importer), subs, "imports-reference", ch)
     if ch.id == SLOWEST.id:
         write(looping_stub(ch), subs, LOOPING, ch)
+    if ch.id == LONG_CELL.id:
+        write(with_long_training(solved(ch)), subs, LONG_TRAINING, ch)
     for m in real_graded(ch.topic):
         write(mutated(ch, m), subs, slug(m.name), ch)
     for name in FORGERIES:
@@ -254,20 +267,46 @@ def looping_stub(ch: Chapter) -> nbformat.NotebookNode:
     return nb
 
 
+def with_long_training(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """`nb` with `TRAINING_LOOP` in a cell before its first answer cell."""
+    first = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution"))
+    nb.cells.insert(first, nbformat.v4.new_code_cell(TRAINING_LOOP))
+    return nb
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group(SLOWEST.id)
 def test_a_notebook_whose_every_function_loops_costs_its_budget_not_a_cell_limit_per_cell(tmp_path_factory):
-    """On the chapter with the largest budget, a notebook whose every function loops forever is
-    stopped when its budget is spent (plus a kernel's grace after the interrupt), scoring 0."""
+    """On the chapter with the largest budget, a notebook whose every function loops forever costs the
+    budget of its own cells (plus a kernel's grace after an interrupt), and a few seconds per check
+    (`runner.CASE_SECONDS`: the kernel gives up on a looping call, and on that check's later cases):
+    its test cells all ran, and it scores 0."""
     ch = SLOWEST
     result = graded(ch, tmp_path_factory)
     note = json.loads((result.out / "nbgrader" / STATUS_DIR / status_name(LOOPING, ch.id)).read_text())
     budget = chapter_limits(ch).notebook_seconds
+    checks = {c.check.qualified_name for calls in cells_of(ch).values() for c in calls}
     assert budget <= 90, f"{ch.id}'s budget of {budget} s is no longer about a minute"
-    assert note["seconds"] <= budget + GuardedExecute.interrupt_grace_seconds.default_value + 5, note
+    assert note["seconds"] <= budget + GuardedExecute.interrupt_grace_seconds.default_value + 10 \
+        + len(checks) * runner.CASE_SECONDS, note
     assert note["cells_not_run"], note
     row = result.rows[LOOPING]
     assert float(row["score"]) == 0 and "time budget" in row["status"], row
+    for gid, report in result.verdicts(ch, LOOPING).items():
+        assert "does it loop forever?" in report, (gid, report)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group(LONG_CELL.id)
+def test_a_long_training_cell_costs_time_not_the_grade(tmp_path_factory):
+    """An honest notebook that leaves a 15-minute training loop in an early cell (catching
+    KeyboardInterrupt, as notebook training code does) is interrupted when the budget of its own cells
+    is spent; the answers after it still run, and so do the test cells: full marks."""
+    result = graded(LONG_CELL, tmp_path_factory)
+    row = result.rows[LONG_TRAINING]
+    assert float(row["score"]) == float(result.rows[SOLUTION]["score"]) > 0, row
+    note = json.loads((result.out / "nbgrader" / STATUS_DIR / status_name(LONG_TRAINING, LONG_CELL.id)).read_text())
+    assert note["seconds"] <= chapter_limits(LONG_CELL).notebook_seconds + 60, note
 
 
 @pytest.mark.slow

@@ -204,3 +204,27 @@ def test_no_notebook_at_all_is_missing(tmp_path, name):
         (tmp_path / name).write_text("x @ W + b")
     got = intake(CH, tmp_path, release())
     assert got.problem == f"missing notebook: expected {CH}/{NAME}"
+
+
+def test_metadata_cannot_change_what_runs_while_the_draw_stays(tmp_path):
+    """The grader's seed hashes the code cells' sources (`framework.submission_code`); whatever else could
+    change what runs is removed here. Two submissions with the same code but other tags (nbclient skips
+    cells tagged `skip-execution`) and other metadata become the same notebook: the same draw, and the
+    same run."""
+    from autograder.execute import GuardedExecute
+    from course.checks.framework import submission_code
+
+    plain = student()
+    steered = student()
+    steered.metadata["kernelspec"] = {"name": "other", "display_name": "other"}
+    for c in steered.cells:
+        c.metadata["tags"] = ["skip-execution", "raises-exception"]
+        c.metadata["execution"] = {"timeout": 1}
+        c.metadata["anything"] = {"the": "student's"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = submit(tmp_path / "a", plain), submit(tmp_path / "b", steered)
+    assert nbformat.writes(a.notebook) == nbformat.writes(b.notebook)
+    assert submission_code(a.notebook.cells) == submission_code(b.notebook.cells)
+    assert not any(c.metadata.get("tags") for c in b.notebook.cells)
+    assert GuardedExecute().skip_cells_with_tag not in ("skip-execution", "")

@@ -86,7 +86,8 @@ def test_a_checks_verdict_carries_the_same_verdict_as_data():
     check_ = framework.get_check(NAME)
     good = framework.judge_record(NAME, False, None, recorded(linear_rows))
     assert good == (True, good.text) and good.record == {
-        "check": NAME, "hidden": False, "passed": True, "category": None, "cases": 2, "failed": 0, "shown": []}
+        "check": NAME, "hidden": False, "passed": True, "category": None, "cases": 2, "failed": 0, "guard": False,
+        "reached": [], "shown": []}
     no_bias = framework.judge_record(NAME, False, None, recorded(lambda x, w, b: x @ w))
     record = no_bias.record
     assert not no_bias.passed and (record["passed"], record["category"], record["failed"]) == (False, None, 2)
@@ -178,3 +179,31 @@ def test_cases_are_drawn_for_the_notebook_handed_in(tmp_path):
     edited = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(x):\n    return x  # 42")])
     assert judge._seed(str(secret), info, first) == judge._seed(str(secret), info, again)
     assert judge._seed(str(secret), info, first) != judge._seed(str(secret), info, edited)
+
+
+def test_a_looping_answer_is_given_up_per_case_and_not_run_again(tmp_path, monkeypatch):
+    """In the grader's kernel a case that runs past `runner.CASE_SECONDS` is stopped (a loop that catches
+    every Exception included), the check's later cases are not run, nor its hidden ones: a notebook whose
+    every function loops costs seconds per check, and its test cells still run."""
+    import time
+
+    from course.checks import framework
+    from course.probing import runner
+
+    monkeypatch.setattr(runner, "CASE_SECONDS", 0.3)
+
+    def linear_rows(x, W, b):
+        while True:
+            try:
+                time.sleep(0.01)
+            except Exception:
+                pass
+    name = "introduction.linear_rows"
+    framework.write_cases(tmp_path, [(name, False), (name, True)], 11)
+    start = time.monotonic()
+    runner.record(name, linear_rows, False, tmp_path)
+    runner.record(name, linear_rows, True, tmp_path)
+    assert time.monotonic() - start < 2.0
+    for hidden in (False, True):
+        verdict = framework.judge_record(name, hidden, 11, (tmp_path / record_name(name, hidden)).read_text())
+        assert not verdict.passed and "does it loop forever?" in verdict.text

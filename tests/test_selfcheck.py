@@ -3,6 +3,7 @@ per-exercise scores equal the grader's verdicts on the visible checks."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -11,13 +12,12 @@ import nbformat
 import pytest
 
 from autograder.chapters import get_chapter
-from course.protocol import cell_score
+from course.protocol import STATUS_DIR, cell_score, counted, verdicts_name
 from mutants import mutants_for
 from submissions import Mutant, mutated, solved
 from test_grading import GRADED, SOLUTION, STUB, grade_cells, graded, slug
 
 _SCORE = re.compile(r"^  (PASS|FAIL)  (\S+) +([\d.]+)/([\d.]+)$", re.M)
-_VERDICT = re.compile(r"^([✓✗]) \S+: .*\bvisible\b", re.M)
 
 
 def self_check(nb: nbformat.NotebookNode, folder, name: str) -> subprocess.CompletedProcess:
@@ -39,9 +39,11 @@ def test_self_check_scores_equal_the_graders_visible_verdicts(ch, tmp_path, tmp_
     for student, nb in notebooks.items():
         proc = self_check(nb, tmp_path / student, f"{ch.id}.ipynb")
         shown = {gid: float(score) for _, gid, score, _ in _SCORE.findall(proc.stdout)}
-        judged = {gid: cell_score(points[gid], len([v for v in _VERDICT.findall(report) if v == "✓"]),
-                                  len(_VERDICT.findall(report)))
-                  for gid, report in result.verdicts(ch, student).items()}
+        records = json.loads((result.out / "nbgrader" / STATUS_DIR / verdicts_name(student, ch.id)).read_text())
+        judged = {}
+        for gid, cell in records["cells"].items():
+            visible = [(r["passed"], r["guard"]) for r in cell["checks"] if not r["hidden"]]
+            judged[gid] = cell_score(points[gid], sum(counted(visible)), len(visible))
         assert shown == judged, f"{student}:\n{proc.stdout}{proc.stderr}"
         total = sum(points.values())
         last = proc.stdout.strip().splitlines()[-1]

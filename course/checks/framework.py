@@ -72,6 +72,11 @@ class Check:
     The kernel's half, how the student's object is called on a case, is the
     `Probe` of the same name in `course.probing.calls` (`probe`).
     exact_dtype: results must have the oracle's dtypes.
+    guard: the check tests an error path or a property that an answer doing
+    no work can meet (ValueError for a bad argument, a parameter table,
+    lengths kept): it earns its share of the cell only when the cell's other
+    checks pass (`course.protocol.counted`). A check whose every case
+    expects an exception must be one (tests/test_checks.py).
     """
 
     name: str
@@ -82,6 +87,7 @@ class Check:
     rtol: float = 1e-4
     atol: float = 1e-5
     exact_dtype: bool = True
+    guard: bool = False
     topic: str = ""  # set by `register`
 
     @property
@@ -170,7 +176,7 @@ def standard(check_: Check) -> verdicts.Standard:
     """What `check_` asks of every case (its probe says whether inputs must be left unchanged)."""
     probe = check_.probe
     return verdicts.Standard(check_.rtol, check_.atol, check_.exact_dtype, check_.hint, probe.inputs_unchanged,
-                             probe.observe)
+                             probe.observe, check_.guard)
 
 
 def answer(check_: Check, case: Case) -> Any:
@@ -206,7 +212,7 @@ def visible_data(topic: str) -> dict:
         cases = check_.make_cases(False)
         checks[check_.qualified_name] = {
             "standard": {"rtol": check_.rtol, "atol": check_.atol, "exact_dtype": check_.exact_dtype,
-                         "hint": check_.hint},
+                         "hint": check_.hint, "guard": check_.guard},
             "cases": json.loads(encode_cases(cases, aid=True)),
             "answers": [practice.encode_answer(answer(check_, c)) for c in cases],
             "mistakes": [{"hint": m.hint, "outputs": [practice.encode_wrong(mistake_output(m, c)) for c in cases]}
@@ -227,7 +233,8 @@ def judge_record(name: str, hidden: bool, seed: int | None, text: str | None) ->
     except CheckUnavailable as err:
         return verdicts.unjudged(name, hidden, f"✗ {name}: {err} (tell your instructor).", verdicts.UNAVAILABLE)
     cases = check_.make_cases(hidden, seed)
-    return verdicts.judge_text(name, hidden, text, cases, lambda entries: evaluate(check_, cases, entries))
+    return verdicts.judge_text(name, hidden, text, cases, lambda entries: evaluate(check_, cases, entries),
+                               check_.guard)
 
 
 # --------------------------------------------------------- running cases ---

@@ -123,7 +123,8 @@ def judge_record(name: str, hidden: bool, text: str | None) -> Verdict:
     except CheckUnavailable as err:
         return unjudged(name, hidden, f"✗ {name}: {err}", UNAVAILABLE)
     return judge_text(name, False, text, cases,
-                      lambda entries: evaluate(standard, cases, entries, answers.__getitem__, wrongs.__getitem__))
+                      lambda entries: evaluate(standard, cases, entries, answers.__getitem__, wrongs.__getitem__),
+                      standard.guard)
 
 
 # ------------------------------------------------------- in a test cell ---

@@ -21,17 +21,20 @@ import copy
 import importlib
 import os
 import random
+import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
-from course.protocol import PROBE_DIR_ENV, cases_name, record_name
+from course.protocol import ALLOW_FORBIDDEN_FILE, PROBE_DIR_ENV, cases_name, record_name
 
 from .cases import Case, decode_cases
-from .plain import encode, raised, to_plain
+from .plain import Raised, encode, raised, to_plain
 
 
 def default_call(obj: Any, case: Case) -> Any:
@@ -121,21 +124,58 @@ def _resolve(dotted: str) -> tuple[Any, str]:
     raise ValueError(f"cannot resolve {dotted!r}")
 
 
+def refusal(name: str) -> RuntimeError:
+    """The error a forbidden function raises while a check runs (`watching`)."""
+    return RuntimeError(f"{name} is not allowed in this exercise: write it with basic tensor operations")
+
+
+class _Watch(TorchFunctionMode):
+    """Sees every PyTorch function the student's code calls (however it got hold of it: a
+    computed name, a reference captured before the check) and notes the forbidden ones."""
+
+    def __init__(self, watched: dict[int, str], reached: list[str], refuse: bool) -> None:
+        super().__init__()
+        self.watched, self.reached, self.refuse = watched, reached, refuse
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        name = self.watched.get(id(func))
+        if name is not None:
+            if name not in self.reached:
+                self.reached.append(name)
+            if self.refuse:
+                raise refusal(name)
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
-def forbidden(names: Sequence[str]) -> Iterator[None]:
-    """Make the named library functions raise while the block runs."""
+def watching(names: Sequence[str], reached: list[str], refuse: bool = True) -> Iterator[None]:
+    """While the block runs, note in `reached` each of the named library functions the code
+    calls and, with `refuse` (the default), make it raise `refusal`.
+
+    Two nets: a `TorchFunctionMode` sees every call of a PyTorch function by what is called,
+    not by its name (``vars(torch)["soft" + "max"]``, a reference kept from before, an alias
+    such as ``torch._C._VariableFunctions.softmax``); and each name's attribute is replaced for
+    the block, for what PyTorch's dispatch does not see (classes such as ``torch.optim.AdamW``,
+    plain Python functions)."""
     spots = [(*_resolve(n), n) for n in names]
     saved = [(owner, attr, owner.__dict__.get(attr), attr in owner.__dict__) for owner, attr, _ in spots]
+    originals = [(getattr(owner, attr), what) for owner, attr, what in spots]
+    watched = {id(obj): what for obj, what in originals}
 
-    def refuse(what: str) -> Callable:
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError(f"{what} is not allowed in this exercise: write it with basic tensor operations")
-        return refused
+    def replaced(original: Any, what: str) -> Callable:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if what not in reached:
+                reached.append(what)
+            if refuse:
+                raise refusal(what)
+            return original(*args, **kwargs)
+        return call
 
     try:
-        for owner, attr, what in spots:
-            setattr(owner, attr, refuse(what))
-        yield
+        for (owner, attr, what), (original, _) in zip(spots, originals):
+            setattr(owner, attr, replaced(original, what))
+        with _Watch(watched, reached, refuse) if watched else contextlib.nullcontext():
+            yield
     finally:
         for owner, attr, old, had in saved:
             if had:
@@ -166,19 +206,63 @@ def input_names(case: Case) -> list[str]:
     return [name for name, _ in _mutable_inputs(case)]
 
 
-def run_student(probe: Probe, obj: Any, cases: list[Case]) -> list[list]:
+#: how long one case of a check may run in the grader's kernel: a reference answer takes milliseconds
+#: (tests/test_checks.py measures it), a loop that never ends is given up after this
+CASE_SECONDS = 5.0
+
+
+class _CaseTimeout(BaseException):
+    """Raised in the student's code when a case runs past its time (not an Exception: a student's
+    ``except Exception`` does not swallow it)."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """Raise `_CaseTimeout` in the block after `seconds` (None, or off the main thread: no deadline)."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise _CaseTimeout()
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def timed_out(seconds: float) -> Any:
+    """The recorded output of a case given up after `seconds`."""
+    return raised(TimeoutError(f"this call ran longer than {seconds:g} s and was stopped: does it loop forever?"))
+
+
+def run_student(probe: Probe, obj: Any, cases: list[Case], refuse: bool = True,
+                case_seconds: float | None = None) -> list[list]:
     """Call the student's object on each case. Each entry is
-    ``[output, inputs after the call]`` as plain data; exceptions become
-    `Raised`."""
-    entries = []
+    ``[output, inputs after the call, the forbidden functions the call reached]``
+    as plain data; exceptions become `Raised`. A forbidden function raises
+    (`refusal`) unless `refuse` is off (`ALLOW_FORBIDDEN_FILE`): then it runs,
+    and is only noted. With `case_seconds` (the grader's kernel), a case that
+    runs longer is stopped, and so are the check's later cases (`timed_out`)."""
+    entries: list[list] = []
+    gave_up = False
     for case in cases:
+        if gave_up:  # it loops: the next case would too
+            entries.append([timed_out(case_seconds), [], []])
+            continue
         mine = copy.deepcopy(case)
+        reached: list[str] = []
         try:
-            with forbidden(probe.forbid):
+            with watching(probe.forbid, reached, refuse), _deadline(case_seconds):
                 out = to_plain(probe.call(obj, mine))  # exactly what the judge will see
+        except _CaseTimeout:
+            out, gave_up = timed_out(case_seconds), True
         except Exception as exc:  # the student's bug is the feedback, not a crash
             out = raised(exc)
-        entries.append([out, inputs_snapshot(mine) if probe.inputs_unchanged else []])
+        entries.append([out, inputs_snapshot(mine) if probe.inputs_unchanged else [], reached])
     return entries
 
 
@@ -208,6 +292,10 @@ def checking_state() -> Iterator[None]:
         random.setstate(states[2])
 
 
+#: (check, id of the object) whose cases ran out of time in this kernel
+_looping: set[tuple[str, int]] = set()
+
+
 def record(name: str, obj: Any, hidden: bool, probe_dir: Path) -> None:
     """Probe mode: run the student's object on the cases the grader handed
     in for check `name` and write the raw results beside them."""
@@ -217,7 +305,14 @@ def record(name: str, obj: Any, hidden: bool, probe_dir: Path) -> None:
     except OSError:
         print(f"no {kind} cases of '{name}' were handed in: this check is not graded here")
         return
-    entries = run_student(probe_of(name), obj, decode_cases(text))
+    refuse = not (probe_dir / ALLOW_FORBIDDEN_FILE).exists()
+    cases = decode_cases(text)
+    if (name, id(obj)) in _looping:  # its visible cases ran out of time: so would these
+        entries = [[timed_out(CASE_SECONDS), [], []] for _ in cases]
+    else:
+        entries = run_student(probe_of(name), obj, cases, refuse, CASE_SECONDS)
+        if entries and isinstance(entries[-1][0], Raised) and entries[-1][0] == timed_out(CASE_SECONDS):
+            _looping.add((name, id(obj)))
     (probe_dir / record_name(name, hidden)).write_text(encode(entries))
     print(f"recorded {len(entries)} results of '{name}' for grading")
 

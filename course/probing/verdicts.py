@@ -185,6 +185,7 @@ class Standard:
     hint: str = ""
     inputs_unchanged: bool = True
     observe: Callable[[Case, Any], Any] | None = None
+    guard: bool = False  # an error path or a property: counts once the cell's other checks pass
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ class CaseResult:
     problem: str | None  # None: the case passed
     hint: str = ""  # for a failure a report shows: the matched mistake's hint, else the check's
     mistake: bool = False  # the hint is a known mistake's (not the check's general one)
+    reached: tuple[str, ...] = ()  # the forbidden functions the call reached (`runner.watching`)
 
     @property
     def passed(self) -> bool:
@@ -222,17 +224,18 @@ def observed(standard: Standard, case: Case, raw: Any) -> Any:
 
 def evaluate(standard: Standard, cases: Sequence[Case], entries: list[Any], want: Callable[[int], Any],
              wrongs: Callable[[int], Sequence[Wrong]]) -> list[CaseResult]:
-    """Compare recorded entries ``[output, inputs after the call]`` with the
-    answers: ``want(i)`` is case i's (plain data or `Raises`), ``wrongs(i)``
+    """Compare recorded entries ``[output, inputs after the call, forbidden
+    functions reached]`` (`runner.run_student`) with the answers: ``want(i)`` is case i's (plain data or `Raises`), ``wrongs(i)``
     the known mistakes' outputs on it, asked only for the first
     `SHOWN_FAILURES` failed cases, which reports show with the hint of the
     mistake they match (or the check's general hint)."""
     results: list[CaseResult] = []
     for i, (case, entry) in enumerate(zip(cases, entries)):
-        if not isinstance(entry, list) or len(entry) != 2:
+        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[2], list) \
+                or not all(isinstance(name, str) for name in entry[2]):
             results.append(CaseResult(case.label, "the recorded result is not in the expected form"))
             continue
-        got, after = entry
+        got, after, reached = entry
         got = observed(standard, case, got)
         answer = want(i)
         problem = mismatch(got, answer, standard.rtol, standard.atol, standard.exact_dtype)
@@ -243,7 +246,7 @@ def evaluate(standard: Standard, cases: Sequence[Case], entries: list[Any], want
             hint, mistake = (known, True) if known else (standard.hint, False)
         if problem is None and standard.inputs_unchanged:
             problem = _inputs_problem(case, after)
-        results.append(CaseResult(case.label, problem, hint, mistake))
+        results.append(CaseResult(case.label, problem, hint, mistake, tuple(reached)))
     return results
 
 
@@ -294,11 +297,12 @@ JUDGE_ERROR = "judge error"  # the judge itself failed on it (`autograder.judge`
 
 
 def record(name: str, hidden: bool, results: Sequence[CaseResult] = (), category: str | None = None,
-           cases: int | None = None) -> dict:
+           cases: int | None = None, guard: bool = False) -> dict:
     """One check's verdict as JSON-ready data, what `summary` prints::
 
         {"check": name, "hidden": bool, "passed": bool, "category": None or one above,
-         "cases": how many, "failed": how many,
+         "cases": how many, "failed": how many, "guard": the check is a guard (`course.protocol.counted`),
+         "reached": the forbidden functions its calls reached, whether refused or let run,
          "shown": [{"label", "problem", "hint", "mistake": the hint is a known mistake's}, ...]}
 
     `shown` holds the failed cases a report details (`SHOWN_FAILURES`); `cases`
@@ -307,7 +311,8 @@ def record(name: str, hidden: bool, results: Sequence[CaseResult] = (), category
     if category is None and failed and failed[0].problem == STUB:
         category = NOT_IMPLEMENTED
     return {"check": name, "hidden": hidden, "passed": not failed and category is None, "category": category,
-            "cases": len(results) if cases is None else cases, "failed": len(failed),
+            "cases": len(results) if cases is None else cases, "failed": len(failed), "guard": guard,
+            "reached": sorted({name for r in results for name in r.reached}),
             "shown": [{"label": r.label, "problem": r.problem, "hint": r.hint, "mistake": r.mistake}
                       for r in failed[:SHOWN_FAILURES]]}
 
@@ -335,31 +340,33 @@ class Verdict(tuple):
         return self[1]
 
 
-def unjudged(name: str, hidden: bool, text: str, category: str, cases: int | None = None) -> Verdict:
+def unjudged(name: str, hidden: bool, text: str, category: str, cases: int | None = None,
+             guard: bool = False) -> Verdict:
     """The verdict on a check no case of which could be judged, of `category`."""
-    return Verdict(False, text, record(name, hidden, category=category, cases=cases))
+    return Verdict(False, text, record(name, hidden, category=category, cases=cases, guard=guard))
 
 
-def verdict(name: str, hidden: bool, results: list[CaseResult]) -> Verdict:
+def verdict(name: str, hidden: bool, results: list[CaseResult], guard: bool = False) -> Verdict:
     """`summary` with its `record`."""
-    return Verdict(*summary(name, hidden, results), record(name, hidden, results))
+    return Verdict(*summary(name, hidden, results), record(name, hidden, results, guard=guard))
 
 
 def judge_text(name: str, hidden: bool, text: str | None, cases: Sequence[Case],
-               judge: Callable[[list], list[CaseResult]]) -> Verdict:
+               judge: Callable[[list], list[CaseResult]], guard: bool = False) -> Verdict:
     """(passed, report) for one check from the JSON text a kernel recorded
     (None: no record), with ``judge(entries)`` judging well-formed entries
-    of `cases`; its `record` is the same verdict as data."""
+    of `cases`; its `record` is the same verdict as data (`guard`: the check's)."""
     kind = "hidden" if hidden else "visible"
     if text is None:
         return unjudged(name, hidden, f"✗ {name}: no {kind} results were recorded. The test cell did not reach "
-                        "this check: an earlier line raised, or the kernel died or timed out.", NO_RESULTS, len(cases))
+                        "this check: an earlier line raised, or the kernel died or timed out.", NO_RESULTS, len(cases),
+                        guard)
     try:
         entries = decode(text)
     except ValueError as err:
         return unjudged(name, hidden, f"✗ {name}: the recorded {kind} results are unreadable ({err}).",
-                        UNREADABLE, len(cases))
+                        UNREADABLE, len(cases), guard)
     if not isinstance(entries, list) or len(entries) != len(cases):
         return unjudged(name, hidden, f"✗ {name}: the recorded {kind} results do not match the test's cases.",
-                        UNREADABLE, len(cases))
-    return verdict(name, hidden, judge(entries))
+                        UNREADABLE, len(cases), guard)
+    return verdict(name, hidden, judge(entries), guard)
