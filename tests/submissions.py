@@ -8,6 +8,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -16,6 +17,12 @@ from course.cells import (check_calls, exported_code, grade_id, is_answer_cell, 
                           without_solution_markers)
 from course.checks import framework
 from course.checks.framework import Check
+from course.probing import runner
+from course.probing import verdicts as verdicts_
+from course.probing.cases import carried
+from course.probing.plain import encode
+from course.probing.verdicts import Verdict
+from course.protocol import counted
 
 
 @dataclass(frozen=True)
@@ -120,11 +127,69 @@ def cells_of(ch: Chapter) -> dict[str, list[Call]]:
     return cells
 
 
-def verdicts(calls: list[Call], answers: types.ModuleType, seed: int | None) -> list[tuple[bool, str]]:
-    """(passed, report) of each check a cell calls, its cases drawn from `seed` as the grader draws them."""
-    out = []
-    for call in calls:
-        cases = call.check.make_cases(call.hidden, seed)
-        entries = framework.student_entries(call.check, getattr(answers, call.obj), cases)
-        out.append(framework.summary(call.check, call.hidden, framework.evaluate(call.check, cases, entries)))
-    return out
+def verdicts(calls: list[Call], answers: types.ModuleType, seed: int | None,
+             bank: "Bank | None" = None) -> list[Verdict]:
+    """The judge's verdict on each check a cell calls (``(passed, report)`` with its record), its cases
+    drawn from `seed` as the grader draws them; `bank` keeps cases and answers for the next answer
+    judged on the same draws."""
+    bank = bank or Bank()
+    return [judge_call(call, answers, seed, bank) for call in calls]
+
+
+def grader_seeds(ch: Chapter, n: int) -> list[int]:
+    """`n` seeds as the grader makes them (`framework.seed_for`: a secret, a student, the chapter, the
+    notebook's code), from `n` different secrets: the draws a class of students meets."""
+    return [framework.seed_for(f"secret {i}".encode(), f"student{i}", ch.id, f"code {i}") for i in range(n)]
+
+
+class Bank:
+    """Cases (as made, and after the trip to the kernel) and the oracle's answers, made once per
+    ``(check, hidden, seed)`` for every answer judged on them: the tests judge hundreds of wrong
+    answers on the same draws."""
+
+    def __init__(self) -> None:
+        self._cases: dict = {}
+        self._answers: dict = {}
+
+    def cases(self, check: Check, hidden: bool, seed: int | None) -> tuple[list, list]:
+        key = (check.qualified_name, hidden, seed)
+        if key not in self._cases:
+            made = check.make_cases(hidden, seed)
+            self._cases[key] = made, carried(made)
+        return self._cases[key]
+
+    def answer(self, check: Check, hidden: bool, seed: int | None, i: int) -> Any:
+        key = (check.qualified_name, hidden, seed, i)
+        if key not in self._answers:
+            self._answers[key] = framework.answer(check, self.cases(check, hidden, seed)[0][i])
+        return self._answers[key]
+
+    def wrongs(self, check: Check, hidden: bool, seed: int | None, i: int) -> list:
+        """The known mistakes' (hint, output) on case i."""
+        key = (check.qualified_name, hidden, seed, i, "mistakes")
+        if key not in self._answers:
+            case = self.cases(check, hidden, seed)[0][i]
+            self._answers[key] = [(m.hint, framework.mistake_output(m, case)) for m in check.mistakes]
+        return self._answers[key]
+
+
+def judge_call(call: Call, answers: types.ModuleType, seed: int | None, bank: Bank) -> Verdict:
+    """One check's verdict on the object `call` names in `answers`, by the judge's own path: the
+    kernel's raw entries as JSON text (`runner.run_student` on the cases after their trip), judged
+    by `verdicts.judge_text` as `framework.judge_record` judges them."""
+    check_ = call.check
+    cases, sent = bank.cases(check_, call.hidden, seed)
+    obj = getattr(answers, call.obj, None)
+    text = None if obj is None else encode(runner.run_student(check_.probe, obj, sent))  # None: a NameError
+
+    def judge(entries: list) -> list:
+        return verdicts_.evaluate(framework.standard(check_), cases, entries,
+                                  lambda i: bank.answer(check_, call.hidden, seed, i),
+                                  lambda i: bank.wrongs(check_, call.hidden, seed, i))
+    return verdicts_.judge_text(check_.qualified_name, call.hidden, text, cases, judge, check_.guard)
+
+
+def cell_fraction(judged: list[Verdict]) -> float:
+    """The share of a test cell's points its verdicts earn (`course.protocol.counted`)."""
+    counts = counted([(v.passed, v.record["guard"]) for v in judged])
+    return sum(counts) / len(counts)

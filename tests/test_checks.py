@@ -36,10 +36,24 @@ from course.probing import practice
 from course.probing.runner import probes_of
 from course.protocol import PROBE_DIR_ENV, record_name
 from mutants import mutants_for
-from submissions import apply_edits, as_module, cells_of, solution_sources, student_notebook, verdicts
+from submissions import (Bank, apply_edits, as_module, cell_fraction, cells_of, grader_seeds, solution_sources,
+                         student_notebook, verdicts)
 
 CHAPTERS = all_chapters()
 HIDDEN_SEEDS = (None, 11, 2024, 31337)  # None: the default hidden seed
+#: how many of the grader's draws (`submissions.grader_seeds`: other secrets, students, notebooks) every
+#: mutant and the reference are judged on: a clause a draw can miss shows up as a mutant kept at full marks
+DRAWS = 12
+_BANKS: dict[str, Bank] = {}
+
+
+def bank(ch: Chapter) -> Bank:
+    """One chapter's cases and answers, shared by every answer judged in this process."""
+    return _BANKS.setdefault(ch.id, Bank())
+
+
+def draws(ch: Chapter) -> list[int | None]:
+    return [None, *grader_seeds(ch, DRAWS)]
 
 
 def reference(ch: Chapter) -> ModuleType:
@@ -119,11 +133,23 @@ class _Recording(dict):
 
 
 @pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
-def test_reference_passes_every_check_on_every_seed(ch):
+def test_reference_passes_every_check_on_every_draw(ch):
     for gid, calls in cells_of(ch).items():
-        for seed in HIDDEN_SEEDS:
-            failed = [text for ok, text in verdicts(calls, reference(ch), seed) if not ok]
+        for seed in draws(ch):
+            failed = [text for ok, text in verdicts(calls, reference(ch), seed, bank(ch)) if not ok]
             assert not failed, f"{gid}, seed {seed}:\n" + "\n".join(failed)
+
+
+@pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
+def test_a_check_whose_every_case_expects_an_error_is_a_guard(ch):
+    """Error paths earn their share only once the exercise's results are right (`course.protocol.counted`):
+    an answer that always raises must not earn them."""
+    unguarded = []
+    for check_ in checks_of(ch.topic).values():
+        cases = check_.make_cases(False, 11) + check_.make_cases(True, 11)
+        if all(isinstance(check_.expected(c), framework.Raises) for c in cases) and not check_.guard:
+            unguarded.append(check_.qualified_name)
+    assert not unguarded, f"checks of errors only, not declared guard=True: {unguarded}"
 
 
 @pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
@@ -164,17 +190,19 @@ MUTANTS = [pytest.param(ch, m, id=f"{ch.id}-{m.name}") for ch in CHAPTERS for m 
 
 
 @pytest.mark.parametrize("ch,mutant", MUTANTS)
-def test_mutant_loses_points_and_shows_its_hint_on_every_seed(ch, mutant):
+def test_mutant_loses_points_and_shows_its_hint_on_every_draw(ch, mutant):
+    """On every draw of the grader's seed (`draws`), judged as the judge judges (`submissions.verdicts`):
+    the mutant loses points in each cell it names, and the feedback there names its mistake."""
     assert mutant.hint, f"mutant '{mutant.name}' declares no hint"
     answers = solution_sources(ch)
     answers[mutant.cell] = apply_edits(answers[mutant.cell], mutant.edits, mutant.name)
     module = as_module(student_notebook(ch, answers), f"mutant_{ch.topic}")
     cells = cells_of(ch)
     for gid in mutant.loses:
-        for seed in HIDDEN_SEEDS:
-            results = verdicts(cells[gid], module, seed)
-            failed = [text for ok, text in results if not ok]
-            assert failed, f"{gid} kept full marks on seed {seed}"
+        for seed in draws(ch):
+            judged = verdicts(cells[gid], module, seed, bank(ch))
+            failed = [v.text for v in judged if not v.passed]
+            assert cell_fraction(judged) < 1, f"{gid} kept full marks on seed {seed}"
             assert any(mutant.hint in text for text in failed), (
                 f"{gid}, seed {seed}: the feedback does not show {mutant.hint!r}:\n" + "\n".join(failed))
 

@@ -101,7 +101,7 @@ register(
           hint="one_hot(ids, vocab_size)[..., j] is 1.0 where ids == j and 0.0 elsewhere, float32 (so that it "
                "can multiply the float matrix E), of shape ids.shape + (vocab_size,). Comparing ids.unsqueeze(-1) "
                "with torch.arange(vocab_size) builds it in one line."),
-    Check(name="one_hot_errors", cases=_one_hot_errors_cases,
+    Check(name="one_hot_errors", guard=True, cases=_one_hot_errors_cases,
           expected=lambda c: _one_hot(c) if c.meta["bad"] is None else raises(
               f"the id {c.meta['bad']} is outside [0, {c.args[1]}); the message must name it", "ValueError",
               "IndexError"),
@@ -276,7 +276,7 @@ register(
           hint="self.weight = nn.Parameter(torch.randn(vocab_size, d_model)): a registered float32 parameter "
                "of shape (vocab_size, d_model), entries drawn from N(0, 1), and no other parameters; store "
                "vocab_size, d_model and scale as attributes of the same names."),
-    Check(name="embedding_errors", cases=_errors_cases, expected=_errors_expected,
+    Check(name="embedding_errors", guard=True, cases=_errors_cases, expected=_errors_expected,
           mistakes=[
               Mistake("Negative ids wrap around in PyTorch indexing, as in Python lists: weight[-1] is the "
                       "LAST row, returned without a word. Did you check ids < 0 as well as ids >= vocab_size?",

@@ -3,7 +3,8 @@
 A chapter's check module (``course.checks.<topic>``) describes its cases, its
 oracle and its known mistakes; the plumbing lives here, written once:
 
-* inputs: `randn`, `causal_mask`, `padding_mask`;
+* inputs: `randn`, `causal_mask`, `padding_mask`; a draw that shows its clause
+  whatever the seed: `drawn_until`;
 * expected errors: `raises` (the oracle's answer where the contract asks for
   an exception);
 * mistakes as the chapter's oracle with knobs: `variant(oracle, **knobs)`,
@@ -34,6 +35,18 @@ NEG_INF = float("-inf")
 def randn(rng: np.random.Generator, *shape: int) -> torch.Tensor:
     """A float32 tensor of standard normal values drawn from `rng`."""
     return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+
+
+def drawn_until(draw: Callable[[], Any], shows: Callable[[Any], bool], what: str, tries: int = 200) -> Any:
+    """The first of `draw()`'s values for which `shows(value)`: a case meant to exercise one clause
+    of a contract (float32 angles going wrong, an argument that changes the answer) exercises it on
+    every draw of the grader's seed, not on most. Raises RuntimeError (a bug in the check) if no draw
+    shows `what`."""
+    for _ in range(tries):
+        value = draw()
+        if shows(value):
+            return value
+    raise RuntimeError(f"no draw in {tries} shows {what}: the case generator cannot make its case")
 
 
 def causal_mask(n: int) -> torch.Tensor:

@@ -30,7 +30,7 @@ import torch
 from course.probing.calls.positional_encoding import DIFF, DTYPE, OUT, PE_ROWS
 
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import variant, both_modes, raises, randn
+from .kit import both_modes, drawn_until, raises, randn, unless, variant
 
 N = 10000.0
 POSITIONS = "positions"  # the shift cases' positions pos (in `aid`, with the rows PE(pos))
@@ -196,7 +196,7 @@ register(
                "floating-point precision: an angle near 10^4 stored in float32 (or float16) is wrong by up to "
                "~5e-4 radians, and so are its sine and cosine. Build positions and angles in float64 "
                "(torch.float64) and cast only the finished table to float32."),
-    Check(name="sinusoidal_encoding_odd", cases=_odd_cases,
+    Check(name="sinusoidal_encoding_odd", guard=True, cases=_odd_cases,
           expected=lambda c: raises(ODD if c.args[1] % 2 else "d_model must be positive (and even)"),
           hint="An odd d_model would leave the last sine without its cosine (and d_model <= 0 leaves no table "
                "at all): check d_model first and raise ValueError (saying d_model must be even) before "
@@ -206,23 +206,64 @@ register(
 
 # ---------------------------------------------------- 3.2 offset_matrix ---
 
-def _offset_np(k: int, d: int, base: float = N, *, exponent: str = "2i/d", transposed: bool = False) -> np.ndarray:
-    """Block-diagonal M_k in float64 with PE(pos + k) = PE(pos) @ M_k (row vectors)."""
-    theta = k / np.power(float(base), _POWER[exponent] * np.arange(d // 2) / d)
+def _offset_np(k: int, d: int, base: float = N, *, exponent: str = "2i/d", transposed: bool = False,
+               angles: type = np.float64) -> np.ndarray:
+    """Block-diagonal M_k with PE(pos + k) = PE(pos) @ M_k (row vectors), in float64 (`angles`
+    np.float32: the angles, cos and sin computed in float32, as a float32 answer computes them)."""
+    pair = np.arange(d // 2, dtype=angles)
+    theta = angles(k) / np.power(angles(base), angles(_POWER[exponent]) * pair / angles(d))
+    theta = theta.astype(angles)
     even, m = 2 * np.arange(d // 2), np.zeros((d, d))
     m[even, even], m[even, even + 1], m[even + 1, even], m[even + 1, even + 1] = \
         np.cos(theta), -np.sin(theta), np.sin(theta), np.cos(theta)
     return m.T if transposed else m
 
 
+#: what the offset checks' default tolerances (rtol 1e-4, atol 1e-5) allow an entry of size about 1
+OFFSET_ATOL = 1.1e-4
+
+
+def _float32_error(k: int, d: int, base: float | None) -> float:
+    """How far float32 angles put M_k from the float64 one."""
+    base = N if base is None else base
+    return float(np.abs(_offset_np(k, d, base, angles=np.float32) - _offset_np(k, d, base)).max())
+
+
 def _offset_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    """Offsets small enough that float32 angles stay well inside the tolerance (asserted): computing in
+    float32 costs in `offset_matrix_far` only, on every draw."""
     def draw(low: int, high: int) -> int:  # an integer in [low, high]
         return int(rng.integers(low, high + 1))
     specs = [(draw(1, 4), 2 * draw(2, 4), None), (draw(2, 6), 2 * draw(3, 4), float(draw(20, 500)))] \
         if not hidden else \
         [(-draw(1, 5), 2 * draw(3, 6), None), (0, 2 * draw(2, 5), None), (draw(5, 11), 16, float(draw(50, 300))),
-         (draw(500, 2000), 32, None), (draw(2, 8), 2, None), (-draw(100, 400), 64, None),
+         (draw(50, 200), 32, None), (draw(2, 8), 2, None), (-draw(100, 200), 64, None),
          (-draw(11, 40), 12, float(draw(500, 5000))), (draw(1, 4), 2 * draw(1, 4) + 1, None)]
+    assert all(d % 2 or _float32_error(k, d, base) < OFFSET_ATOL / 3 for k, d, base in specs)
+    return _labelled(specs)
+
+
+def _float32_shows(k: int, d: int, base: float | None) -> bool:
+    """Whether float32 angles put M_k off by far more than the tolerance however they are computed: three
+    pairs or more turn by 2^16 radians or more, where float32 steps are 8e-3 apart (so that any float32
+    rounding of all three landing within the tolerance has odds of about 1e-6), and the float32 answer
+    computed here is off by ten times the tolerance."""
+    pair = np.arange(1, d // 2)
+    big = np.abs(k) / np.power(N if base is None else base, 2 * pair / d) >= 2.0 ** 16
+    return int(big.sum()) >= 3 and _float32_error(k, d, base) > 10 * OFFSET_ATOL
+
+
+def _far_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
+    """Offsets so large that float32 angles put M_k off by far more than the tolerance, on every draw."""
+    def far(d: int, base: float | None = None) -> tuple[int, int, float | None]:
+        k = drawn_until(lambda: int(rng.integers(2_000_000, 10_000_001)) * int(rng.choice([-1, 1])),
+                        lambda k: _float32_shows(k, d, base), "float32 angles going wrong")
+        return k, d, base
+    return _labelled([far(2 * int(rng.integers(8, 13)))] if not hidden else
+                     [far(32), far(2 * int(rng.integers(8, 17))), far(16, float(rng.integers(100, 1000)))])
+
+
+def _labelled(specs: list[tuple[int, int, float | None]]) -> list[Case]:
     cases = []
     for k, d, base in specs:
         extra = ("" if base is None else f", base={base:g}") + (" (odd d_model)" if d % 2 else "")
@@ -278,6 +319,11 @@ register(
                "d_model."),
     Check(name="offset_matrix_shift", cases=_shift_cases, expected=_shifted, mistakes=_offset_mistakes(_shifted),
           hint="Multiplying the row PE(pos) by your matrix must give the row PE(pos + k), for every pos."),
+    Check(name="offset_matrix_far", cases=_far_cases, expected=_matrix, mistakes=_offset_mistakes(_matrix),
+          hint="Far offsets (|k| in the millions) are off by more than the tolerance. If the near ones "
+               "pass, did you compute the angles in float32? t = k / N^(2i/d_model) runs to millions of "
+               "radians, where float32 angles are off by 1e-2 and more, and so are their cosines and sines: compute "
+               "in float64 and cast only the finished matrix to float32."),
 )
 
 
@@ -353,18 +399,24 @@ def _buffer_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     # two visible modules of different widths: no one fixed answer fits both
     d = 2 * draw(2, 6)
     specs = [(d, draw(8, 32), None), (d + 2 * draw(1, 3), draw(8, 32), None)] if not hidden else \
-        [(2 * draw(2, 5), None, None), (2 * draw(1, 4), draw(3, 12), float(draw(20, 500))), (2 * draw(3, 7), 1, None)]
+        [(2 * draw(2, 5), None, None), (2 * draw(2, 4), draw(3, 12), float(draw(20, 500))), (2 * draw(3, 7), 1, None)]
+    # the base case has two pairs at least: pair 0 turns by pos whatever the base
     return [_module_case(d, m, b) for d, m, b in specs]
 
 
-def _buffers(case: Case, kind: str = "buffer", dtype: str = "float32") -> dict:
-    """The expected report; `kind` 'parameter' or 'attribute' and `dtype` are the usual slips."""
+def _buffers(case: Case, kind: str = "buffer", dtype: str = "float32", ignore_base: bool = False) -> dict:
+    """The expected report; `kind` 'parameter' or 'attribute', `dtype` and `ignore_base` are the usual slips."""
     d, config = case.meta["d_model"], case.meta["config"]
     max_len = config.get("max_len", 5000)
     table = {"pe": ((max_len, d), dtype)}
+    base = N if ignore_base else config.get("base", N)
     return {"buffers (name: shape, dtype)": table if kind == "buffer" else {},
             "parameters (name: shape, dtype)": table if kind == "parameter" else {},
-            "first rows of pe": pe_rows(np.arange(min(3, max_len)), d, config.get("base", N)).astype(dtype)}
+            "first rows of pe": pe_rows(np.arange(min(3, max_len)), d, base).astype(dtype)}
+
+
+def _base_given(case: Case) -> bool:
+    return "base" in case.meta["config"]
 
 
 register(
@@ -374,11 +426,11 @@ register(
                "dtype as x: the (seq_len, d_model) slice broadcasts over the batch; the module has no dropout, so "
                "training and eval mode give the same result. (The test subtracts your module's own pe[:seq_len] "
                "from the output and expects x back.)"),
-    Check(name="positional_encoding_too_long", cases=_too_long_cases, **_FORWARD,
+    Check(name="positional_encoding_too_long", guard=True, cases=_too_long_cases, **_FORWARD,
           hint="Raise ValueError exactly when x.size(1) > max_len: a sequence of max_len tokens fits (positions 0 "
                "to max_len - 1), a longer one has no rows left in the table (and slicing pe[:seq_len] would "
                "silently return fewer rows)."),
-    Check(name="positional_encoding_buffer", expected=_buffers,
+    Check(name="positional_encoding_buffer", guard=True, expected=_buffers,
           cases=_buffer_cases,
           mistakes=[
               Mistake("Did you store the table as an nn.Parameter? The sinusoidal table is fixed, not learned: "
@@ -388,6 +440,8 @@ register(
                       variant(_buffers, kind="attribute")),
               Mistake("Did you store the table in float64? The buffer is float32, like the rest of the model: "
                       "the table your sinusoidal_encoding returns.", variant(_buffers, dtype="float64")),
+              Mistake("Did you pass base on to sinusoidal_encoding? The table of a PositionalEncoding(d_model, "
+                      "max_len, base) uses that base.", unless(_base_given, variant(_buffers, ignore_base=True))),
           ],
           hint="Register the (max_len, d_model) float32 table as a buffer named 'pe' (no trainable parameters)."),
 )

@@ -112,11 +112,11 @@ register(
                     Mistake("Did you pass eps on? LayerNorm(d_model, eps) must normalise with that eps, not the "
                             "default.", _unlike(_module_manual, eps_ignored=True))],
           hint=_MODULE_HINT, rtol=RTOL, atol=ATOL),
-    Check(name="layer_norm_module_init", cases=_init_cases, expected=_init_expected,
+    Check(name="layer_norm_module_init", guard=True, cases=_init_cases, expected=_init_expected,
           mistakes=[Mistake(hint, variant(_init_expected, **knobs)) for hint, knobs in _INIT_SLIPS],
           hint="A new LayerNorm(d_model) holds exactly two parameters, gamma = ones and beta = zeros, each an "
                "nn.Parameter of shape (d_model,) in float32, and no others."),
-    Check(name="layer_norm_module_errors", cases=_error_cases,
+    Check(name="layer_norm_module_errors", guard=True, cases=_error_cases,
           expected=lambda c: kit.raises("d_model must be at least 1"),
           hint="Check d_model first in __init__ and raise ValueError when it is smaller than 1 (a LayerNorm over "
                "no features has nothing to normalise)."),

@@ -263,7 +263,7 @@ register(
           hint="With cross_attention=False: x = x + dropout(self_attn(norm1(x), mask=tgt_mask)), then "
                "x + dropout(ffn(norm3(x))); self.cross_weights stays None; memory must not be given "
                "(ValueError); a memory_mask is ignored."),
-    Check(name="decoder_layer_structure", cases=_layout_cases, expected=_layout,
+    Check(name="decoder_layer_structure", guard=True, cases=_layout_cases, expected=_layout,
           mistakes=_LAYOUT_MISTAKES,
           hint="norm1, self_attn, norm2, cross_attn, norm3: LayerNorm(d_model) and MultiHeadAttention(d_model, "
                "num_heads) (no norm2 and cross_attn when cross_attention=False); ffn = FeedForward(d_model, d_ff, "

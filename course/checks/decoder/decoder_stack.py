@@ -134,7 +134,7 @@ register(
     Check(name="decoder", cases=_cases, expected=_oracle, mistakes=_MISTAKES,
           hint="x = layer(x, memory, tgt_mask, memory_mask) for each layer in self.layers, then return "
                "self.norm(x). No dropout at p = 0: training and eval mode give the same result."),
-    Check(name="decoder_structure", cases=_layout_cases, expected=_layout,
+    Check(name="decoder_structure", guard=True, cases=_layout_cases, expected=_layout,
           mistakes=_LAYOUT_MISTAKES,
           hint="self.layers = nn.ModuleList of num_layers new DecoderLayer(d_model, num_heads, d_ff, dropout, "
                "cross_attention), self.norm = LayerNorm(d_model); nothing else with parameters."),

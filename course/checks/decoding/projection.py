@@ -130,7 +130,7 @@ register(
                             "either layer changes both.", variant(_tied, copied=True))],
           hint="With embedding=..., set self.weight = embedding.weight (the same nn.Parameter object, not a copy); "
                "the bias is still the projection's own, starting at zeros."),
-    Check(name="output_projection_new", cases=_new_cases, expected=_new_expected,
+    Check(name="output_projection_new", guard=True, cases=_new_cases, expected=_new_expected,
           hint="A new OutputProjection(d_model, vocab_size) holds exactly two float32 parameters, weight "
                "(vocab_size, d_model) and bias (vocab_size,) initialised to zeros; tying to an embedding whose weight "
                "is not (vocab_size, d_model) raises ValueError."),

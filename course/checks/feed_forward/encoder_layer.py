@@ -211,7 +211,7 @@ _DROPOUT_MISTAKES = [
 register(
     __name__,
     Check(name="encoder_layer", cases=_cases, expected=_torch_layer, mistakes=_MISTAKES, hint=_HINT),
-    Check(name="encoder_layer_parameters", cases=_layer_cases, expected=_layers,
+    Check(name="encoder_layer_parameters", guard=True, cases=_layer_cases, expected=_layers,
           mistakes=_LAYER_MISTAKES,
           hint="norm1 = LayerNorm(d_model), self_attn = MultiHeadAttention(d_model, num_heads), norm2 = "
                "LayerNorm(d_model), ffn = FeedForward(d_model, d_ff, dropout), dropout = nn.Dropout(dropout), and "

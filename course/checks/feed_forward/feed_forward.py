@@ -172,14 +172,14 @@ _HINT = ("forward(x) = linear2(dropout(act(linear1(x)))) with act ReLU (activati
 register(
     __name__,
     Check(name="ffn_forward", cases=_forward_cases, expected=_ffn, mistakes=_FORWARD_MISTAKES, hint=_HINT),
-    Check(name="ffn_layers", cases=_layer_cases, expected=_layers, mistakes=_LAYER_MISTAKES,
+    Check(name="ffn_layers", guard=True, cases=_layer_cases, expected=_layers, mistakes=_LAYER_MISTAKES,
           hint="linear1 = nn.Linear(d_model, d_ff), linear2 = nn.Linear(d_ff, d_model), both with bias, float32, "
                "self.dropout = nn.Dropout(dropout), and no other parameters."),
     Check(name="ffn_dropout", cases=_dropout_cases, expected=_dropped, mistakes=_DROPOUT_MISTAKES,
           hint="Use self.dropout = nn.Dropout(dropout) once, on the hidden activations: "
                "linear2(self.dropout(act(linear1(x)))). The tests seed PyTorch (torch.manual_seed(0)) before each "
                "forward pass, so your dropout draws the same mask as theirs."),
-    Check(name="ffn_errors", cases=_error_cases,
+    Check(name="ffn_errors", guard=True, cases=_error_cases,
           expected=lambda case: kit.raises(f"unknown activation {case.meta['activation']!r}: use 'relu' or 'gelu'"),
           hint="In __init__, raise ValueError when activation is neither 'relu' nor 'gelu'."),
 )

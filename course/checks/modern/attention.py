@@ -260,7 +260,7 @@ register(
           hint="Fed a sequence a few positions at a time, each call given the cache the last one returned, the "
                "outputs must be the rows of one full pass, and each returned cache the rotated keys and the "
                "values of every position so far. " + _HINT),
-    Check(name="gqa_parameters", cases=_layout_cases, expected=_table,
+    Check(name="gqa_parameters", guard=True, cases=_layout_cases, expected=_table,
           mistakes=[Mistake("Did you give the projections biases? W_q, W_k, W_v and W_o have none (bias=False).",
                             variant(_table, bias=True)),
                     Mistake("Did you give W_k and W_v num_heads heads? They make num_kv_heads heads of d_head "
@@ -268,7 +268,7 @@ register(
                             variant(_table, kv="all"))],
           hint="Exactly four float32 nn.Linear layers without bias: W_q (d_model -> num_heads * d_head), W_k and W_v "
                "(d_model -> num_kv_heads * d_head), W_o (num_heads * d_head -> d_model)."),
-    Check(name="gqa_errors", cases=_error_cases, expected=_error,
+    Check(name="gqa_errors", guard=True, cases=_error_cases, expected=_error,
           hint="In __init__, raise ValueError unless num_heads divides d_model, d_head = d_model // num_heads is even, "
                "and num_kv_heads is at least 1 and divides num_heads."),
 )

@@ -282,7 +282,7 @@ register(
                "cache). norm1, norm2 = RMSNorm(d_model, eps), attn = GroupedQueryAttention(d_model, num_heads, "
                "num_kv_heads, rope_base), ffn = SwiGLUFeedForward(d_model, d_ff). x and the cache are left "
                "unchanged; if only key 'train' differs, your layer behaves differently in training mode."),
-    Check(name="layer_parameters", cases=_layer_table_cases, expected=_layer_table,
+    Check(name="layer_parameters", guard=True, cases=_layer_table_cases, expected=_layer_table,
           mistakes=[Mistake(_SHARED, variant(_layer_table, shared=True)),
                     Mistake("Did you use LayerNorm? RMSNorm has a gain (weight) and no bias.",
                             variant(_layer_table, layer_norm=True))],
@@ -294,7 +294,7 @@ register(
           expected=_lm, mistakes=_LM_MISTAKES,
           hint="Fed the ids a few at a time, each call given the caches the last one returned, the logits must be "
                "the rows of one full pass. " + _LM_HINT),
-    Check(name="lm_parameters", cases=_lm_table_cases, expected=_lm_table,
+    Check(name="lm_parameters", guard=True, cases=_lm_table_cases, expected=_lm_table,
           mistakes=[Mistake("Did you tie the weights? With tie_embeddings=True the output layer's weight is the "
                             "embedding's Parameter (self.output.weight = self.embedding.weight), counted once.",
                             variant(_lm_table, tied=False)),

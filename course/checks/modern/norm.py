@@ -203,7 +203,7 @@ register(
                "d_model); float32 and float64 in the input's dtype, float16 (and preferably bfloat16) computed in "
                "float32 and cast back; ValueError when x's last axis is not d_model; x left unchanged. No dropout: if only key "
                "'train' differs, your module behaves differently in training mode."),
-    Check(name="rmsnorm_parameters", cases=_new_cases, expected=_new, rtol=RTOL, atol=ATOL,
+    Check(name="rmsnorm_parameters", guard=True, cases=_new_cases, expected=_new, rtol=RTOL, atol=ATOL,
           mistakes=[Mistake(hint, variant(_new, **knobs)) for hint, knobs in _NEW_SLIPS],
           hint="A new RMSNorm(d_model, eps) holds exactly one parameter, weight = nn.Parameter(torch.ones(d_model)) "
                "(float32), no bias, and forward divides by sqrt(mean(x**2) + eps) with the eps it was given."),

@@ -310,7 +310,7 @@ register(
                "weight_decay; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g**2; p -= lr * m_hat / "
                "(sqrt(v_hat) + eps) with m_hat = m / (1 - beta1**t), v_hat = v / (1 - beta2**t); every setting read "
                "from the group; parameters whose .grad is None skipped."),
-    Check(name="adamw_errors", cases=_error_cases, expected=_errors,
+    Check(name="adamw_errors", guard=True, cases=_error_cases, expected=_errors,
           hint="Raise ValueError in __init__ for a negative lr, eps or weight_decay, or a beta outside [0, 1); "
                "0 itself is allowed."),
     Check(name="decay_groups", cases=_group_cases, expected=_rule,

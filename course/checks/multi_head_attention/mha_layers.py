@@ -63,7 +63,7 @@ _MISTAKES = [
 register(
     __name__,
     Check(
-        name="mha_layers", cases=_layer_cases, expected=_layers,
+        name="mha_layers", guard=True, cases=_layer_cases, expected=_layers,
         mistakes=_MISTAKES,
         hint="W_q = nn.Linear(d_q_in or d_model, d_model, bias), W_k and W_v = nn.Linear(d_kv_in or "
              "d_model, d_model, bias), W_o = nn.Linear(d_model, d_model, bias), all float32, and nothing "

@@ -167,7 +167,7 @@ register(
           hint="shift_for_teacher_forcing returns (decoder_input, target), both (batch, n + 1) of tgt's dtype: "
                "decoder_input = <bos> y_1 .. y_L then pad; target = y_1 .. y_L <eos> then pad, where L is the row's "
                "number of tokens that are not pad; a tgt that is not 2-dimensional raises ValueError."),
-    Check(name="mask_tokens", cases=_mask_cases, expected=_mask,
+    Check(name="mask_tokens", guard=True, cases=_mask_cases, expected=_mask,
           mistakes=[Mistake(_SPECIAL, variant(_mask, specials_selected=True)),
                     Mistake("Did you give every position a label? Only selected positions get one (the original "
                             "token); every other label is -100, so the loss skips it.",

@@ -89,6 +89,7 @@ register(
     Probe("positional_encoding.sinusoidal_encoding_long", call=_long_rows),
     Probe("positional_encoding.sinusoidal_encoding_odd"),
     Probe("positional_encoding.offset_matrix"),
+    Probe("positional_encoding.offset_matrix_far"),
     Probe("positional_encoding.offset_matrix_shift", observe=_shift_observe),
     Probe("positional_encoding.positional_encoding", call=_call_forward, observe=_observe),
     Probe("positional_encoding.positional_encoding_too_long", call=_call_forward, observe=_observe),
