@@ -8,7 +8,7 @@
                                      autograde a class in a sandbox: OUT/grades.csv, OUT/feedback/
   merge OUT SHARD_OUT... [--db URL]  one grades.csv, feedback/ and report/ from the OUT folders of shards
   formgrader OUT [--port N]          nbgrader's formgrader on the course folder `grade` wrote, for manual grading
-  export OUT --lms canvas|moodle [--roster FILE]
+  export OUT --lms canvas|moodle [--roster FILE] [--chapter CH] [--missing-as-zero]
                                      grades.csv in the LMS's import format: OUT/lms/
   report OUT [--db URL]              the instructor's report again (after manual grading): OUT/report/
   edition DEST [--now WHEN] [--url URL] [--git] [--yes]
@@ -86,7 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lms", choices=("canvas", "moodle"), required=True)
     p.add_argument("--roster", type=Path, help="CSV: student_id and any of name, email, sis_user_id, "
                                                "sis_login_id, section")
-    p.add_argument("--chapter", action="append", help="only this chapter (repeatable; default: all)")
+    p.add_argument("--chapter", action="append",
+                   help="export this chapter, due or not (repeatable; default: every chapter past its due date)")
+    p.add_argument("--missing-as-zero", action="store_true",
+                   help="give 0 to a student who handed in no notebook, once the chapter's due date and their "
+                        "extension have passed (default: a blank grade)")
 
     p = sub.add_parser("report", help="rewrite OUT/report/ from the gradebook (after manual grading)")
     p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
@@ -162,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {write_report(args.out)}")
     elif args.command == "export":
         from .lms import export
-        for path in export(args.out, args.lms, args.roster, args.chapter):
+        for path in export(args.out, args.lms, args.roster, args.chapter, args.missing_as_zero):
             print(f"wrote {path}")
     return 0
 
