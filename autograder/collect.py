@@ -29,8 +29,9 @@ a path with ``..``) is reported and skipped.
 One folder around everything (some downloads wrap the archive in e.g.
 ``submissions/``) is read through: when every member is inside the same top
 folder, and that folder is not itself a student's entry (a Moodle submission
-folder, or a folder holding a notebook itself or in its chapter's folder, as
-one student's folder does), the archive is read inside it, and `collect` says so.
+folder, or a folder named as a student id that holds a notebook itself or in
+its chapter's folder, as one student's folder does), the archive is read
+inside it, and `collect` says so.
 
 The archive is untrusted: members are read with a size limit, never
 extracted by path (no "zip slip"), links are skipped, and a student with
@@ -135,8 +136,9 @@ def student_of(member: PurePosixPath, chapter: str, students: set[str] = frozens
 
 def wrapper(members: list[zipfile.ZipInfo], chapter: str) -> str | None:
     """The one folder every member is in, when it is not itself a student's entry, else None.
-    It is a student's entry when it is named as a Moodle submission, or holds a notebook (other
-    than one Canvas or Moodle named) directly or in a folder named `chapter` (nbgrader's layout)."""
+    It is a student's entry when it is named as a Moodle submission, or is named as a student
+    and holds a notebook (other than one Canvas or Moodle named) directly or in a folder named
+    `chapter` (nbgrader's layout); a folder no student can be named as is always read through."""
     paths = [PurePosixPath(m.filename) for m in members]
     tops = {p.parts[0] for p in paths if p.parts}
     if len(tops) != 1 or any(len(p.parts) < 2 and not m.is_dir() for p, m in zip(paths, members)):
@@ -144,6 +146,8 @@ def wrapper(members: list[zipfile.ZipInfo], chapter: str) -> str | None:
     top = tops.pop()
     if top in ("/", "..") or MOODLE.match(top):
         return None
+    if entry_of((top, f"{chapter}.ipynb"))[0] is None:
+        return top
     for p in paths:
         inner = p.parts[1:]
         if p.suffix == ".ipynb" and ((len(inner) == 1 and not CANVAS.match(inner[0])

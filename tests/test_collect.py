@@ -235,6 +235,13 @@ def test_one_folder_around_everything_is_read_through(tmp_path, capsys):
     ])
     assert wrapped == {"1001": "alice", "1002": "alan", "grace": "grace"}
     assert "reading the archive inside submissions/" in capsys.readouterr().out
+    # a folder that cannot be a student's (not a student id) is read through whatever it holds
+    around = collected(tmp_path / "f", [(f"CS101-Assignment 4-12345/{moodle}/01_tokenizing.ipynb", "alice", OLD),
+                                        ("CS101-Assignment 4-12345/loose.ipynb", "loose", NEW)])
+    assert around == {"1001": "alice"}
+    said = capsys.readouterr().out
+    assert "reading the archive inside CS101-Assignment 4-12345/" in said
+    assert "cannot tell whose" in skipped(said, "CS101-Assignment 4-12345/loose.ipynb")
     # one student's folder alone, in nbgrader's layout or as a folder per student: theirs, not a wrapper
     assert collected(tmp_path / "b", [("grace/01_tokenizing/01_tokenizing.ipynb", "grace", OLD)]) == {"grace": "grace"}
     assert collected(tmp_path / "c", [("grace/notebook.ipynb", "grace", OLD)]) == {"grace": "grace"}
