@@ -230,7 +230,10 @@ def marks(grades: list[dict[str, str]], schedule: Schedule, missing_as_zero: boo
         elif not missing_as_zero:
             why = ("left blank for {n} student(s) who handed in no notebook "
                    "(--missing-as-zero gives them 0 after the due date)")
-        elif due is not None and due <= now:
+        elif due is None:
+            why = ("left blank for {n} student(s) who handed in no notebook "
+                   "(no due date in schedule.yml: no 0 without one)")
+        elif due <= now:
             why = "0 for {n} student(s) who handed in no notebook"
         else:
             why = ("left blank for {n} student(s) who handed in no notebook, not yet past the due date "

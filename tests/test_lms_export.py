@@ -255,6 +255,9 @@ def test_missing_as_zero_only_after_the_due_date_and_the_students_extension(tmp_
     assert "01_tokenizing: 0 for 1 student(s) who handed in no notebook: 1002" in told
     assert ("01_tokenizing: left blank for 1 student(s) who handed in no notebook, not yet past the due date "
             "(with their extension): 1003") in told
+    lms.export(tmp_path, "canvas", chapters=["03_positional_encoding"], missing_as_zero=True, now=NOW)
+    assert ("03_positional_encoding: left blank for 2 student(s) who handed in no notebook (no due date in "
+            "schedule.yml: no 0 without one): 1002, 1003") in capsys.readouterr().err
     (path,) = lms.export(tmp_path, "canvas", missing_as_zero=True, now=dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc))
     table = read(path)
     assert table[0][5:] == ["01_tokenizing", "02_embedding"]
