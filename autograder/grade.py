@@ -59,7 +59,7 @@ from .course_folder import Course
 from .fingerprint import folder_digest, judging_digest
 from .gradebook import gradebook_url, open_gradebook, release_recorded, setup_lock
 from .intake import STUDENT_ID, Intake, intake
-from .late import format_timestamp, read_timestamp
+from .late import format_timestamp, late_note, read_timestamp
 from .limits import Limits, chapter_limits
 from .nbconfig import nbgrader_config, write_config
 from .nbgrader_commands import (
@@ -201,13 +201,15 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, u
 
 def publish_feedback(course: Course, student: str) -> bool:
     """Copy the student's feedback HTML to OUT/feedback, rendered for reading offline
-    (`feedback.publish`); False if there is none."""
+    (`feedback.publish`), saying what made it late and what that cost (`late.late_note`);
+    False if there is none."""
     html, dest = course.feedback(student) / f"{course.ch.id}.html", course.published_feedback(student)
     remove_tree(dest)
     if not html.is_file():
         return False
     dest.mkdir(parents=True)
-    feedback.publish(html, dest / html.name, course.out / "feedback", course.release)
+    late = late_note(course.root, course.ch.id, student)
+    feedback.publish(html, dest / html.name, course.out / "feedback", course.release, late)
     return True
 
 
