@@ -13,7 +13,15 @@ single-change ablations of the modern model, each keeping the parameter count wi
 * ``layernorm``: chapter 6's LayerNorm (with its bias) in place of every RMSNorm;
 * ``gelu``: chapter 7's GELU FeedForward (two matrices of d_ff = 576, with its biases) in place of
   SwiGLU (three of 384);
-* ``mha`` and ``mqa``: 4 and 1 key/value heads in place of 2 (d_ff 341 and 405 keep the count).
+* ``mha`` and ``mqa``: 4 and 1 key/value heads in place of 2 (d_ff 341 and 405 keep the count);
+* ``groups``: the modern model trained by AdamW on exercise 11.5's groups (`decay_groups`: decay on the
+  linear layers' weights only, so not on the tied embedding) in place of chapter 10's rule (every
+  tensor of two or more axes, the tied embedding included);
+* ``adam_l2``: as ``groups``, but Adam with the decay folded into the gradient (L2,
+  ``torch.optim.Adam(weight_decay=...)``) in place of AdamW's decoupled decay.
+
+Every run records, at each evaluation, the root mean square of the linear layers' weights and of the
+embedding (``weight_rms``: what the decay acts on).
 
 Run from the repository root (the book trains nothing long; it shows the recorded file)::
 
@@ -22,6 +30,11 @@ Run from the repository root (the book trains nothing long; it shows the recorde
 ``--update`` keeps the runs already in the file and adds these; ``--seeds 1 2 --variants modern gpt
 sinusoidal scaled gelu --update`` (as recorded) adds runs of those variants from other seeds (the
 initialisation, the training batches and the validation sample), named ``"modern seed 1"`` and so on.
+``--repeat`` records the runs under ``"repeats"`` instead, to check that a run trained again
+reproduces the recorded one. The record was made by six commands, each adding to the file: every
+variant but ``scaled``, ``groups`` and ``adam_l2`` at seed 1337; ``scaled``; ``--seeds 1 2`` for
+``modern gpt sinusoidal scaled gelu``; then, in a later session, ``--seeds 1337 1 2`` for ``groups
+adam_l2``, ``--seeds 1 2`` for ``layernorm mha mqa``, and ``--repeat --variants modern``.
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import course.reference.modern as modern
+import course.train as engine
 from course.data import DEFAULT_PATH, SHA256, CharCorpus, load_text
 from course.models import DecoderLM, DecoderLMConfig
 from course.reference.add_norm import LayerNorm
@@ -54,6 +68,7 @@ class Variant:
     config: modern.ModernConfig
     change: str | None = None           # "sinusoidal", "scaled", "layernorm" or "gelu"
     gelu_d_ff: int = 576
+    optimizer: str = "chapter 10"       # "chapter 10" (fit's AdamW), "groups" or "adam_l2" (see `optimizer_of`)
 
 
 BASE = modern.ModernConfig(vocab_size=69, d_model=128, num_heads=4, num_kv_heads=2, num_layers=4, d_ff=384)
@@ -66,6 +81,8 @@ VARIANTS: dict[str, Variant | None] = {
     "gelu": Variant(BASE, "gelu"),
     "mha": Variant(replace(BASE, num_kv_heads=4, d_ff=341)),
     "mqa": Variant(replace(BASE, num_kv_heads=1, d_ff=405)),
+    "groups": Variant(BASE, optimizer="groups"),
+    "adam_l2": Variant(BASE, optimizer="adam_l2"),
 }
 GPT = DecoderLMConfig(vocab_size=69, d_model=128, num_heads=4, num_layers=4, d_ff=512, dropout=0.0, max_len=64)
 # nanoGPT's CPU schedule at half its steps (chapter 10's nanogpt-cpu preset, 1,000 steps)
@@ -98,6 +115,36 @@ def rotation_off(off: bool) -> Iterator[None]:
         yield
     finally:
         modern.apply_rope = rotate
+
+
+@contextmanager
+def optimizer_of(kind: str) -> Iterator[None]:
+    """While inside, chapter 10's `fit` builds the optimiser `kind` names: "chapter 10" its own (AdamW,
+    decay on every tensor of two or more axes); "groups" AdamW on exercise 11.5's `decay_groups`;
+    "adam_l2" Adam on the same groups, each group's decay folded into its gradient (L2). All three are
+    PyTorch's fused CPU kernels with fit's learning rate, betas and eps."""
+    made = engine.make_optimizer
+    if kind != "chapter 10":
+        def make(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+            groups = modern.decay_groups(model, config.weight_decay)
+            kind_of = torch.optim.Adam if kind == "adam_l2" else torch.optim.AdamW
+            return kind_of(groups, lr=config.max_lr, betas=config.betas, eps=config.eps,
+                           fused=device.type in ("cuda", "cpu"))
+        engine.make_optimizer = make
+    try:
+        yield
+    finally:
+        engine.make_optimizer = made
+
+
+def weight_rms(model: nn.Module) -> dict[str, float]:
+    """The root mean square of the linear layers' weights (a tied output layer's left out) and of the
+    embedding's table."""
+    embedding = getattr(model.embedding, "embedding", model.embedding).weight     # _Positions holds the table
+    linear = [m.weight for m in model.modules() if isinstance(m, nn.Linear) and m.weight is not embedding]
+    squares = sum(w.detach().double().pow(2).sum().item() for w in linear)
+    return {"linear": round((squares / sum(w.numel() for w in linear)) ** 0.5, 5),
+            "embedding": round(embedding.detach().double().pow(2).mean().sqrt().item(), 5)}
 
 
 def build(name: str, vocab_size: int, block_size: int, seed: int) -> nn.Module:
@@ -137,14 +184,23 @@ def train(name: str, corpus: CharCorpus, config: TrainConfig = TRAIN, block_size
         logits = model(x)[0] if modern_model else model(x)             # ModernLM returns (logits, caches)
         return F.cross_entropy(logits.flatten(0, 1), y.flatten())
 
+    rms = [(0, weight_rms(model))]
+
+    def record_rms(done: int, history: object) -> None:
+        if done % config.eval_every == 0 or done == config.steps:
+            rms.append((done, weight_rms(model)))
+
     before = load_average()
-    with rotation_off(name == "sinusoidal"):
-        history = fit(model, get_batch, loss_fn, config, count=lambda batch: batch[1].numel())
+    kind = VARIANTS[name].optimizer if modern_model else "chapter 10"
+    with rotation_off(name == "sinusoidal"), optimizer_of(kind):
+        history = fit(model, get_batch, loss_fn, config, count=lambda batch: batch[1].numel(),
+                      callback=record_rms if config.eval_every else None)
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": config.seed,
             "parameters": sum(p.numel() for p in model.parameters()), "val": history.val,
             "val_seconds": [round(s, 2) for s in history.val_seconds], "seconds": round(history.seconds, 2),
             "tokens_per_second": round(history.tokens_per_second), "final_val": round(history.val[-1][1], 4),
-            "load_before": before, "load_after": load_average()}
+            "load_before": before, "load_after": load_average(), "optimizer": kind,
+            "weight_rms": [[step, values] for step, values in rms]}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -158,23 +214,33 @@ def main(argv: list[str] | None = None) -> dict:
                              "as '<variant> seed <n>')")
     parser.add_argument("--json", help="write the runs here")
     parser.add_argument("--update", action="store_true", help="keep the other runs already in --json")
+    parser.add_argument("--repeat", action="store_true",
+                        help="record these runs under 'repeats' (named '<variant> seed <n>'), not 'runs': a run "
+                             "trained again with the same seed, to see whether it gives the same result")
     args = parser.parse_args(argv)
     corpus = CharCorpus(load_text(args.data, expected=SHA256))
     config = replace(TRAIN, steps=args.steps, threads=args.threads)
     record = {"task": "modern_vs_gpt", "machine": cpu_name(), "cores": os.cpu_count(), "threads": config.threads, "torch": torch.__version__,
               "omp_wait_policy": omp_wait_policy(),
               "train": asdict(config), "block_size": 64, "gpt": asdict(GPT),
-              "variants": {n: None if v is None else {**asdict(v.config), "change": v.change}
+              "variants": {n: None if v is None else {**asdict(v.config), "change": v.change, "optimizer": v.optimizer}
                            for n, v in VARIANTS.items()},
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": {}}
     if args.update and args.json and os.path.exists(args.json):
         with open(args.json) as f:
-            record["runs"] = json.load(f)["runs"]
+            kept = json.load(f)
+        record["runs"] = kept["runs"]
+        if "repeats" in kept:
+            record["repeats"] = kept["repeats"]
     for seed in args.seeds:
         for name in args.variants:
             run = train(name, corpus, replace(config, seed=seed))
-            key = name if seed == TRAIN.seed else f"{name} seed {seed}"
-            record["runs"][key] = run
+            if args.repeat:
+                key = f"{name} seed {seed}"
+                record.setdefault("repeats", {})[key] = run
+            else:
+                key = name if seed == TRAIN.seed else f"{name} seed {seed}"
+                record["runs"][key] = run
             print(f"{key:<18} {run['parameters']:>8,} parameters  val {run['final_val']:.4f}  {run['seconds']:6.1f} s  "
                   f"{run['tokens_per_second']:>6,} tokens/s  load {run['load_before']}", flush=True)
             if args.json:                                    # after every run: a long job interrupted keeps its runs

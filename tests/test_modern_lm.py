@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 import course.reference.modern as modern
+import course.train as engine
 from course import modern_lm
 from course.data import CharCorpus
 from course.reference.add_norm import LayerNorm
@@ -51,9 +52,31 @@ def test_each_ablation_changes_the_one_thing_it_names():
 def test_a_tiny_comparison_trains_and_records(tmp_path):
     corpus = CharCorpus("To be, or not to be, that is the question. " * 60)
     config = replace(modern_lm.TRAIN, steps=6, warmup_steps=2, eval_every=3, eval_batches=2, threads=1)
-    for name in ("gpt", "sinusoidal"):
+    for name, optimizer in (("gpt", "chapter 10"), ("sinusoidal", "chapter 10"), ("adam_l2", "adam_l2")):
         run = modern_lm.train(name, corpus, config, block_size=16)
         assert [step for step, _ in run["val"]] == [3, 6] and run["final_val"] < 5 and run["parameters"] > 0
+        assert run["optimizer"] == optimizer
+        assert [step for step, _ in run["weight_rms"]] == [0, 3, 6]          # at the start and each evaluation
+        assert all(values["linear"] > 0 and values["embedding"] > 0 for _, values in run["weight_rms"])
+
+
+def test_the_optimiser_variants_use_exercise_11_5s_groups_and_put_fits_own_back():
+    model = modern_lm.build("groups", 69, 64, 0)
+    made = engine.make_optimizer
+    for kind, kind_of in (("groups", torch.optim.AdamW), ("adam_l2", torch.optim.Adam)):
+        assert modern_lm.VARIANTS[kind].optimizer == kind
+        with modern_lm.optimizer_of(kind):
+            optimizer = engine.make_optimizer(model, modern_lm.TRAIN, torch.device("cpu"))
+        assert type(optimizer) is kind_of
+        decayed, spared = optimizer.param_groups
+        assert decayed["weight_decay"] == modern_lm.TRAIN.weight_decay and spared["weight_decay"] == 0.0
+        assert any(p is model.embedding.weight for p in spared["params"])     # the tied embedding is not decayed
+        assert all(p.dim() == 2 for p in decayed["params"]) and len(decayed["params"]) == 4 * 7
+        assert engine.make_optimizer is made
+    with modern_lm.optimizer_of("chapter 10"):
+        assert engine.make_optimizer is made
+    weights = modern_lm.weight_rms(model)
+    assert abs(weights["embedding"] - 0.02) < 0.002 and weights["linear"] > weights["embedding"]
 
 
 def _versus():
