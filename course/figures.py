@@ -1,10 +1,15 @@
-"""Figures more than one chapter draws."""
+"""Figures drawn from code: the architecture maps (chapters 0 to 11), and chapter 10's and 11's
+figures of formulas and of recorded runs (`course.runs`)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
+import numpy as np
+import torch
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path
 
@@ -282,3 +287,224 @@ def decoder_only_map(ax: plt.Axes | None = None) -> plt.Figure:
         tops[title] = top + _SHAPE_GAP
         ax.text(cx, tops[title] + 0.12, title, ha="center", va="bottom", fontsize=11, weight="bold")
     return _fit(ax, [cx for cx, _, _ in columns.values()], -0.3, max(tops.values()), own)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 10: the gradient norm of recorded runs
+# ---------------------------------------------------------------------------
+
+def grad_norms(records: dict[str, dict], threshold: float = 1.0) -> plt.Figure:
+    """The gradient norm before clipping against the optimizer step, for recorded runs of
+    `course.char_lm` (history.grad_norm: optimizer step i * history.curve_every at index i), with the
+    clipping threshold; `records` maps a label to a record."""
+    fig, ax = plt.subplots(figsize=(7, 3))
+    for label, record in records.items():
+        history = record["history"]
+        steps = np.arange(len(history["grad_norm"])) * history.get("curve_every", 1)
+        ax.plot(steps, history["grad_norm"], lw=1, marker=".", ms=3, label=label)
+    ax.axhline(threshold, color="black", ls=":", lw=1, label=f"clipping threshold ({threshold:g}): above it, clipped")
+    ax.set(xlabel="optimizer step", ylabel="gradient norm before clipping", yscale="log")
+    ticks = [t for t in (0.25, 0.5, 1, 2, 4, 8, 16) if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Chapter 11: rotary scores, shared key/value heads, cache sizes, parameters
+# ---------------------------------------------------------------------------
+
+def rope_scores(rope: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], n: int = 40, d: int = 64,
+                far: int = 1000, base: float = 10000.0, seed: int = 0) -> plt.Figure:
+    """Left: the score (q R_m)(k R_n)^T of one random query and key, rotated by `rope` (apply_rope's
+    signature, default base), at every pair of positions m, n < `n`: constant along each diagonal.
+    Right: RoFormer's long-range decay for width `d` and `base` (its section 3.4.3): the bound
+    (2/d) sum_j |S_j|, S_j = sum_{i<j} exp(1j * r * theta_i), against the offset r, and the score of
+    q = k = (1, ..., 1) rotated by `rope`, divided by its value at offset 0."""
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(1, d, generator=g), torch.randn(1, d, generator=g)
+    positions = torch.arange(n)
+    scores = rope(q.expand(n, d), positions) @ rope(k.expand(n, d), positions).T      # (m, n)
+    offsets = np.arange(far + 1)
+    theta = base ** (-2 * np.arange(d // 2) / d)
+    partial = np.cumsum(np.exp(1j * offsets[:, None] * theta[None, :]), axis=1)       # S_1 .. S_{d/2}
+    bound = np.abs(partial).sum(axis=1) * 2 / d                                      # d / 2 + 1/2 at r = 0
+    ones = torch.ones(far + 1, d)
+    aligned = (rope(ones, torch.arange(far + 1)) @ torch.ones(d)) / d                  # key at position 0
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.9), gridspec_kw={"width_ratios": [1, 1.25]})
+    limit = scores.abs().max().item()
+    image = left.imshow(scores.numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit, origin="upper")
+    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04)
+    left.set(xlabel="key position n", ylabel="query position m",
+             title="score of one query and one key:\none value along each diagonal m - n")
+    right.plot(offsets, bound / bound[0], label=r"RoFormer's bound $\frac{2}{d}\sum_j |S_j|$")
+    right.plot(offsets, aligned.numpy(), lw=0.8, label="score of q = k = (1, ..., 1)")
+    right.axhline(0, color="grey", lw=0.6)
+    right.set(xlabel="offset m - n", ylabel="divided by its value at offset 0",
+              title=f"long-range decay (d = {d}, base {base:g})")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def kv_head_sharing(num_heads: int = 8, num_kv_heads: int = 2) -> plt.Figure:
+    """Which key/value head each query head reads: repeat_interleave (head j reads j // (h/g), the
+    grouping of grouped-query attention) beside repeat (head j reads j % g, the wrong order)."""
+    group = num_heads // num_kv_heads
+    colours = plt.get_cmap("tab10").colors
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.6))
+    readings = {"k.repeat_interleave(h // g, dim=1): query head j reads key/value head j // (h/g)":
+                lambda j: j // group,
+                "k.repeat(1, h // g, 1, 1): query head j reads j % g (wrong)": lambda j: j % num_kv_heads}
+    for ax, (title, reads) in zip(axes, readings.items()):
+        for j in range(num_heads):
+            kv = reads(j)
+            x_q, x_kv = j, (kv + 0.5) * num_heads / num_kv_heads - 0.5
+            ax.add_patch(FancyBboxPatch((x_q - 0.35, 1.6), 0.7, 0.5, boxstyle="round,pad=0.02",
+                                        fc=colours[kv % 10], alpha=0.35 if reads(j) == j // group else 0.8,
+                                        ec="black", lw=0.8))
+            ax.text(x_q, 1.85, f"q{j}", ha="center", va="center", fontsize=8)
+            ax.plot([x_q, x_kv], [1.6, 0.5], color=colours[kv % 10], lw=1.2)
+        for kv in range(num_kv_heads):
+            x_kv = (kv + 0.5) * num_heads / num_kv_heads - 0.5
+            ax.add_patch(FancyBboxPatch((x_kv - 0.9, 0.0), 1.8, 0.5, boxstyle="round,pad=0.02",
+                                        fc=colours[kv % 10], alpha=0.35, ec="black", lw=0.8))
+            ax.text(x_kv, 0.25, f"key/value head {kv}", ha="center", va="center", fontsize=8)
+        ax.set_xlim(-0.8, num_heads - 0.2)
+        ax.set_ylim(-0.15, 2.25)
+        ax.axis("off")
+        ax.set_title(title, fontsize=8.5)
+    fig.suptitle(f"{num_heads} query heads, {num_kv_heads} key/value heads (groups of {group}); dark: a query head "
+                 "that reads another group's key/value head", fontsize=9.5)
+    fig.tight_layout()
+    return fig
+
+
+def kv_cache_sizes(layers: int = 32, heads: int = 32, kv_heads: tuple[int, ...] = (32, 8, 1), d_head: int = 128,
+                   bytes_per_number: int = 2, built: int = 8, context: int = 131_072,
+                   weights_bytes: float | None = None, name: str = "Llama 3 8B") -> plt.Figure:
+    """The KV cache of one sequence, 2 * layers * g * d_head * bytes_per_number bytes per token, against
+    its length, for each g in `kv_heads` (g = heads: multi-head; 1: multi-query); `built` is the g the
+    model `name` has; `weights_bytes` draws the weights' size for scale."""
+    tokens = np.linspace(0, context, 257)
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for g in kv_heads:
+        per_token = 2 * layers * g * d_head * bytes_per_number
+        kind = "multi-head" if g == heads else "multi-query" if g == 1 else "grouped"
+        label = f"{kind}, {g} key/value head{'s' * (g > 1)}: {per_token / 1024:g} KiB per token"
+        if g == built:
+            label += f" ({name} as built)"
+        ax.plot(tokens / 1024, tokens * per_token / 2**30, lw=2.2 if g == built else 1.2, label=label)
+    if weights_bytes:
+        ax.axhline(weights_bytes / 2**30, color="black", ls=":", lw=1,
+                   label=f"{name}'s weights in bfloat16 ({weights_bytes / 2**30:.1f} GiB)")
+    ax.set(xlabel="tokens in the sequence (thousands)", ylabel="KV cache (GiB)",
+           title=f"KV cache of one sequence: {name}'s shape ({layers} layers, {heads} query heads of {d_head}, "
+                 f"{8 * bytes_per_number}-bit numbers)")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def parameter_shares(models: dict[str, dict[str, int]]) -> plt.Figure:
+    """One horizontal bar per model, split into its parts' shares of its parameters (`models`: a
+    model's name -> {part: parameters}); each part's count is written inside its share."""
+    parts = list(dict.fromkeys(part for counts in models.values() for part in counts))
+    colours = dict(zip(parts, plt.get_cmap("tab10").colors))
+    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.75 * len(models)))
+    for row, (name, counts) in enumerate(models.items()):
+        total, left = sum(counts.values()), 0.0
+        for part in parts:
+            n = counts.get(part, 0)
+            share = n / total
+            if not share:
+                continue
+            ax.barh(row, share, left=left, color=colours[part], edgecolor="white",
+                    label=part if row == 0 else None)
+            amount = f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M" if n >= 1e5 else f"{n / 1e3:.1f}K"
+            if share > 0.04:      # the part's name where it fits, else only its numbers (the legend names it)
+                text = f"{part}\n{amount} ({share:.0%})" if share > 0.12 else f"{amount}\n{share:.0%}"
+                ax.text(left + share / 2, row, text, ha="center", va="center", fontsize=7.5)
+            left += share
+    ax.set_yticks(range(len(models)), [f"{name}\n{sum(c.values()):,}" for name, c in models.items()], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 1), xlabel="share of the parameters")
+    ax.legend(fontsize=7.5, ncols=len(parts), loc="upper center", bbox_to_anchor=(0.5, -0.35 - 0.1 / len(models)),
+              frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Chapter 11: the measured comparison (course/runs/modern_vs_gpt_cpu.json)
+# ---------------------------------------------------------------------------
+
+def _by_variant(record: dict) -> dict[str, dict[int, dict]]:
+    """The record's runs as {variant: {seed: run}} ("modern seed 1" is variant "modern", seed 1)."""
+    runs: dict[str, dict[int, dict]] = {}
+    for key, run in record["runs"].items():
+        runs.setdefault(key.split(" seed ")[0], {})[run["seed"]] = run
+    return runs
+
+
+def paired_differences(record: dict, baseline: str = "modern") -> dict[str, dict[int, float]]:
+    """{variant: {seed: its final validation loss minus `baseline`'s at the same seed}}."""
+    runs = _by_variant(record)
+    return {name: {seed: run["final_val"] - runs[baseline][seed]["final_val"]
+                   for seed, run in sorted(by_seed.items()) if seed in runs[baseline]}
+            for name, by_seed in runs.items() if name != baseline}
+
+
+def ablations(record: dict, variants: list[str], baseline: str = "modern", first_seed: int = 1337) -> plt.Figure:
+    """Left: the validation curves of every variant's first run (seed `first_seed`). Right: each of
+    `variants`' final validation loss minus `baseline`'s at the same seed, one marker per seed."""
+    runs = _by_variant(record)
+    differences = paired_differences(record, baseline)
+    seeds = sorted({seed for by_seed in runs.values() for seed in by_seed}, key=lambda s: (s != first_seed, s))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.2]})
+    for name, by_seed in runs.items():
+        run = by_seed[first_seed]
+        steps, val = zip(*run["val"])
+        style = dict(lw=2.2) if name in ("gpt", baseline) else dict(lw=1, ls="--")
+        left.plot(steps, val, label=f"{name} ({run['parameters'] / 1e6:.2f}M)", **style)
+    left.set(xlabel="step", ylabel="validation loss (nats per character)", ylim=(1.4, 3.0),
+             title=f"every variant, seed {first_seed}")
+    left.legend(fontsize=7.5, ncols=2)
+    markers = "o^sDv"
+    for s, seed in enumerate(seeds):
+        xs = [i + (s - (len(seeds) - 1) / 2) * 0.12 for i, name in enumerate(variants) if seed in differences[name]]
+        ys = [differences[name][seed] for name in variants if seed in differences[name]]
+        right.scatter(xs, ys, marker=markers[s % len(markers)], s=30, zorder=3, label=f"seed {seed}")
+    right.axhline(0, color="black", lw=0.8)
+    right.set_xticks(range(len(variants)), variants, rotation=30, ha="right", fontsize=8)
+    right.set(ylabel=f"final validation loss minus {baseline}'s",
+              title=f"each variant against {baseline}, seed by seed (above 0: worse)")
+    right.grid(axis="y", lw=0.3)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def optimiser_runs(record: dict, names: dict[str, str]) -> plt.Figure:
+    """Left: the validation curves of the variants in `names` (variant -> label), every seed; right: the
+    root mean square of their linear layers' weights (the runs' `weight_rms`), where recorded."""
+    runs = _by_variant(record)
+    colours = dict(zip(names, plt.get_cmap("tab10").colors))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
+    for name, label in names.items():
+        for i, (seed, run) in enumerate(sorted(runs[name].items())):
+            steps, val = zip(*run["val"])
+            left.plot(steps, val, color=colours[name], lw=1.2, label=label if i == 0 else None)
+            if "weight_rms" in run:
+                at, rms = zip(*((step, values["linear"]) for step, values in run["weight_rms"]))
+                right.plot(at, rms, color=colours[name], lw=1.2, label=label if i == 0 else None)
+    left.set(xlabel="step", ylabel="validation loss (nats per character)", title="validation loss, every seed")
+    right.set(xlabel="step", ylabel="root mean square", title="the linear layers' weights, every seed")
+    left.legend(fontsize=8)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -70,7 +70,12 @@ def lr_at(step: int, max_lr: float, warmup_steps: int, total_steps: int, min_lr:
         step >  total_steps:               min_lr
     """
     if step < 0 or warmup_steps < 0 or total_steps <= warmup_steps:
-        raise ValueError("need step >= 0 and 0 <= warmup_steps < total_steps")
+        if step < 0:
+            raise ValueError(f"step must be >= 0, got {step}")
+        if warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+        raise ValueError(f"warmup_steps ({warmup_steps}) must be less than total_steps ({total_steps}): "
+                         "a shorter run needs a shorter warm-up too")
     if step < warmup_steps:
         return max_lr * (step + 1) / warmup_steps
     if step > total_steps:
