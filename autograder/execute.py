@@ -93,7 +93,8 @@ def reclaim_folder(folder: Path) -> int:
     add entries to it any more) and emptied of what is not a regular file or
     a directory: links, pipes, sockets. Directories nested deeper than
     `MAX_DEPTH` are removed. Works on file descriptors, never following a
-    link. Returns how many entries were removed.
+    link. Returns how many entries were removed (a folder too deep counts as
+    one, whatever it held).
     """
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
@@ -117,7 +118,7 @@ def _reclaim(fd: int, depth: int) -> int:
         elif stat.S_ISDIR(mode):  # deeper than any honest folder: emptied without recursing (`cleanup`)
             sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             try:
-                removed += empty_folder(sub)
+                empty_folder(sub)  # counted as one entry: what it held is the kernel's business
             finally:
                 os.close(sub)
             os.rmdir(entry.name, dir_fd=fd)
