@@ -459,32 +459,38 @@ def paired_differences(record: dict, baseline: str = "modern") -> dict[str, dict
             for name, by_seed in runs.items() if name != baseline}
 
 
-def ablations(record: dict, variants: list[str], baseline: str = "modern", first_seed: int = 1337) -> plt.Figure:
-    """Left: the validation curves of every variant's first run (seed `first_seed`). Right: each of
-    `variants`' final validation loss minus `baseline`'s at the same seed, one marker per seed."""
+def ablations(record: dict, large: list[str], small: list[str], curves: list[str] | None = None,
+              baseline: str = "modern", first_seed: int = 1337) -> plt.Figure:
+    """Left: the validation curves of the first run (seed `first_seed`) of each variant in `curves` (all
+    by default). Middle and right: each variant's final validation loss minus `baseline`'s at the same
+    seed, one marker per seed, the `large` differences and the `small` ones on their own, finer scale."""
     runs = _by_variant(record)
     differences = paired_differences(record, baseline)
     seeds = sorted({seed for by_seed in runs.values() for seed in by_seed}, key=lambda s: (s != first_seed, s))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.2]})
-    for name, by_seed in runs.items():
-        run = by_seed[first_seed]
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(12, 4), gridspec_kw={"width_ratios": [1.25, 0.8, 0.9]})
+    for name in curves or list(runs):
+        run = runs[name][first_seed]
         steps, val = zip(*run["val"])
         style = dict(lw=2.2) if name in ("gpt", baseline) else dict(lw=1, ls="--")
         left.plot(steps, val, label=f"{name} ({run['parameters'] / 1e6:.2f}M)", **style)
-    left.set(xlabel="step", ylabel="validation loss (nats per character)", ylim=(1.4, 3.0),
-             title=f"every variant, seed {first_seed}")
+    left.set(xlabel="step", ylabel="validation loss (nats per character)", ylim=(1.6, 2.7),
+             title=f"validation loss, seed {first_seed}")
     left.legend(fontsize=7.5, ncols=2)
     markers = "o^sDv"
-    for s, seed in enumerate(seeds):
-        xs = [i + (s - (len(seeds) - 1) / 2) * 0.12 for i, name in enumerate(variants) if seed in differences[name]]
-        ys = [differences[name][seed] for name in variants if seed in differences[name]]
-        right.scatter(xs, ys, marker=markers[s % len(markers)], s=30, zorder=3, label=f"seed {seed}")
-    right.axhline(0, color="black", lw=0.8)
-    right.set_xticks(range(len(variants)), variants, rotation=30, ha="right", fontsize=8)
-    right.set(ylabel=f"final validation loss minus {baseline}'s",
-              title=f"each variant against {baseline}, seed by seed (above 0: worse)")
-    right.grid(axis="y", lw=0.3)
-    right.legend(fontsize=8)
+    for ax, variants, title in ((middle, large, f"minus {baseline}'s, seed by seed (above 0: worse)"),
+                                (right, small, "the small differences, on a finer scale")):
+        for s, seed in enumerate(seeds):
+            xs = [i + (s - (len(seeds) - 1) / 2) * 0.15 for i, name in enumerate(variants) if seed in differences[name]]
+            ys = [differences[name][seed] for name in variants if seed in differences[name]]
+            ax.scatter(xs, ys, marker=markers[s % len(markers)], s=28, zorder=3, label=f"seed {seed}")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(variants) - 0.4)
+        ax.set_title(title, fontsize=9.5)
+        ax.grid(axis="y", lw=0.3)
+    middle.set_ylabel(f"final validation loss minus {baseline}'s")
+    middle.set_ylim(0, None)
+    middle.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -503,7 +509,8 @@ def optimiser_runs(record: dict, names: dict[str, str]) -> plt.Figure:
                 at, rms = zip(*((step, values["linear"]) for step, values in run["weight_rms"]))
                 right.plot(at, rms, color=colours[name], lw=1.2, label=label if i == 0 else None)
     left.set(xlabel="step", ylabel="validation loss (nats per character)", title="validation loss, every seed")
-    right.set(xlabel="step", ylabel="root mean square", title="the linear layers' weights, every seed")
+    right.set(xlabel="step", ylabel="root mean square (log scale)", yscale="log",
+              title="the linear layers' weights, every seed")
     left.legend(fontsize=8)
     right.legend(fontsize=8)
     fig.tight_layout()

@@ -31,10 +31,10 @@ Run from the repository root (the book trains nothing long; it shows the recorde
 sinusoidal scaled gelu --update`` (as recorded) adds runs of those variants from other seeds (the
 initialisation, the training batches and the validation sample), named ``"modern seed 1"`` and so on.
 ``--repeat`` records the runs under ``"repeats"`` instead, to check that a run trained again
-reproduces the recorded one. The record was made by six commands, each adding to the file: every
+reproduces the recorded one. The record was made by four commands, each adding to the file: every
 variant but ``scaled``, ``groups`` and ``adam_l2`` at seed 1337; ``scaled``; ``--seeds 1 2`` for
-``modern gpt sinusoidal scaled gelu``; then, in a later session, ``--seeds 1337 1 2`` for ``groups
-adam_l2``, ``--seeds 1 2`` for ``layernorm mha mqa``, and ``--repeat --variants modern``.
+``modern gpt sinusoidal scaled gelu``; then, two days later on another machine (the runs made since
+name theirs), ``--seeds 1337 1 2`` for ``groups adam_l2``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
@@ -55,10 +55,11 @@ import course.reference.modern as modern
 import course.train as engine
 from course.data import DEFAULT_PATH, SHA256, CharCorpus, load_text
 from course.models import DecoderLM, DecoderLMConfig
+from course.parts import Parts
 from course.reference.add_norm import LayerNorm
 from course.reference.feed_forward import FeedForward
 from course.reference.positional_encoding import PositionalEncoding
-from course.train import TrainConfig, cpu_name, fit, load_average, omp_wait_policy
+from course.train import History, TrainConfig, cpu_name, fit, load_average, omp_wait_policy
 
 
 @dataclass
@@ -118,14 +119,18 @@ def rotation_off(off: bool) -> Iterator[None]:
 
 
 @contextmanager
-def optimizer_of(kind: str) -> Iterator[None]:
+def optimizer_of(kind: str, parts: Parts | None = None) -> Iterator[None]:
     """While inside, chapter 10's `fit` builds the optimiser `kind` names: "chapter 10" its own (AdamW,
     decay on every tensor of two or more axes); "groups" AdamW on exercise 11.5's `decay_groups`;
     "adam_l2" Adam on the same groups, each group's decay folded into its gradient (L2). All three are
-    PyTorch's fused CPU kernels with fit's learning rate, betas and eps."""
+    PyTorch's fused CPU kernels with fit's learning rate, betas and eps; with `parts`, "groups" is
+    `parts.AdamW` on `parts.decay_groups` (a learner's own, from `course.learner.learner_parts`)."""
     made = engine.make_optimizer
     if kind != "chapter 10":
         def make(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+            if parts is not None and kind == "groups":
+                return parts.AdamW(parts.decay_groups(model, config.weight_decay), lr=config.max_lr,
+                                   betas=config.betas, eps=config.eps)
             groups = modern.decay_groups(model, config.weight_decay)
             kind_of = torch.optim.Adam if kind == "adam_l2" else torch.optim.AdamW
             return kind_of(groups, lr=config.max_lr, betas=config.betas, eps=config.eps,
@@ -195,12 +200,36 @@ def train(name: str, corpus: CharCorpus, config: TrainConfig = TRAIN, block_size
     with rotation_off(name == "sinusoidal"), optimizer_of(kind):
         history = fit(model, get_batch, loss_fn, config, count=lambda batch: batch[1].numel(),
                       callback=record_rms if config.eval_every else None)
-    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": config.seed,
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": cpu_name(), "seed": config.seed,
             "parameters": sum(p.numel() for p in model.parameters()), "val": history.val,
             "val_seconds": [round(s, 2) for s in history.val_seconds], "seconds": round(history.seconds, 2),
             "tokens_per_second": round(history.tokens_per_second), "final_val": round(history.val[-1][1], 4),
             "load_before": before, "load_after": load_average(), "optimizer": kind,
             "weight_rms": [[step, values] for step, values in rms]}
+
+
+def train_yours(corpus: CharCorpus, parts: Parts, config: TrainConfig = TRAIN, block_size: int = 64,
+                callback: Callable[[int, History], None] | None = None) -> tuple[nn.Module, History]:
+    """The ``groups`` run with the pieces of `parts` (a learner's, from `course.learner.learner_parts`):
+    their `ModernLM` of the comparison's shape (so their block, attention, RMSNorm and rotation), its
+    embedding drawn N(0, 0.02^2) as every recorded modern run's, their `AdamW` on their
+    `decay_groups`, chapter 10's `fit` with their `train_step`, `lr_at`, `evaluate` and `cross_entropy`.
+    Returns (model, history)."""
+    torch.manual_seed(config.seed)
+    model = parts.ModernLM(replace(VARIANTS["groups"].config, vocab_size=corpus.vocab_size))
+    nn.init.normal_(model.embedding.weight, std=0.02)
+
+    def get_batch(split: str, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        return corpus.batch(split, block_size, config.batch_size, generator)
+
+    def loss_fn(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        x, y = batch
+        return parts.cross_entropy(model(x)[0].flatten(0, 1), y.flatten())  # (batch * block, vocab), (batch * block,)
+
+    with optimizer_of("groups", parts):
+        history = fit(model, get_batch, loss_fn, config, count=lambda batch: batch[1].numel(), parts=parts,
+                      callback=callback)
+    return model, history
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -230,6 +259,7 @@ def main(argv: list[str] | None = None) -> dict:
         with open(args.json) as f:
             kept = json.load(f)
         record["runs"] = kept["runs"]
+        record["machine"] = kept["machine"]  # the runs' machine where a run does not name its own
         if "repeats" in kept:
             record["repeats"] = kept["repeats"]
     for seed in args.seeds:

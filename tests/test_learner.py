@@ -156,3 +156,27 @@ def test_the_command_collects_and_prints_whose_each_piece_is(tmp_path):
     assert lines["Embedding"] == "yours" and lines["Transformer"] == "reference"
     assert "1 of 29 pieces are yours" in proc.stdout
     assert collect(notebooks, tmp_path / "pkg").notebooks == {"embedding": notebooks / "02_embedding.ipynb"}  # again
+
+
+def test_a_learners_modern_model_trains_with_their_own_pieces(tmp_path):
+    """Chapter 11's model from a learner's notebooks: their ModernLM and their AdamW train it."""
+    from dataclasses import replace
+
+    from course.data import CharCorpus
+    from course.modern_lm import TRAIN, train_yours
+
+    notebooks = tmp_path / "chapters"
+    notebooks.mkdir()
+    for chapter in ("10_training", "11_modern"):
+        write_notebook(notebooks, chapter)
+    collect(notebooks, tmp_path / "mine")
+    parts = learner_parts(tmp_path / "mine")
+    assert {parts.owner(name) for name in ("ModernLM", "AdamW", "decay_groups", "train_step")} == {"yours"}
+    made = []
+    corpus = CharCorpus("Now is the winter of our discontent\nMade glorious summer by this sun of York;\n" * 40)
+    model, history = train_yours(corpus, parts, replace(TRAIN, steps=3, warmup_steps=1, eval_every=3, eval_batches=2),
+                                 callback=lambda done, h: made.append(done))
+    assert type(model) is parts.ModernLM and type(model).__module__.startswith("mine")
+    assert made == [1, 2, 3] and history.steps == 3 and len(history.val) == 1
+    assert all(torch.isfinite(torch.tensor(history.train_loss)))
+    assert history.train_loss[-1] < history.train_loss[0], "three steps at the peak rate lower the loss"

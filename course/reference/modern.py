@@ -40,8 +40,8 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
         out[2i]     = x[2i] * cos(p theta_i) - x[2i + 1] * sin(p theta_i)
         out[2i + 1] = x[2i] * sin(p theta_i) + x[2i + 1] * cos(p theta_i)
     (the row vector times chapter 3's offset_matrix(-p, d_head)). Angles in float64; returns a new
-    tensor of x's shape and dtype. Raises ValueError for an odd d_head or a positions length other
-    than seq.
+    tensor of x's shape and dtype. Raises ValueError for an odd d_head or positions of a shape other
+    than (seq,).
     """
     d_head = x.shape[-1]
     if d_head % 2:
@@ -140,8 +140,8 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 class ModernDecoderLayer(nn.Module):
-    """A decoder-only block as Llama builds it: pre-norm RMSNorm, grouped-query attention with RoPE,
-    SwiGLU, no biases."""
+    """A decoder-only block as Llama 2's largest models and Llama 3 build it: pre-norm RMSNorm,
+    grouped-query attention with RoPE, SwiGLU, no biases."""
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, d_ff: int, rope_base: float = 10000.0,
                  eps: float = 1e-5) -> None:
