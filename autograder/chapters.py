@@ -8,11 +8,13 @@ orders the book; the rest, e.g. ``attention``, names its modules
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from course import standins
 from course.cells import CHAPTER_ID
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,14 +77,25 @@ def oracle_files() -> list[Path]:
                   if p.is_file() and "__pycache__" not in p.parts and p != checks / "__init__.py")
 
 
-def course_files(ch: Chapter) -> list[Path]:
-    """The files of the `course` package that a chapter's graded notebooks
-    see: the protocol, the probes and helpers, earlier chapters' reference
-    modules; neither the oracles (`oracle_files`) nor the reference modules
-    of this chapter and later ones."""
-    hidden = {c.reference_module for c in all_chapters() if c.number >= ch.number} | set(oracle_files())
-    return sorted(p for p in COURSE.rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts and p not in hidden)
+def sandbox_files(ch: Chapter, published: Collection[str] = ()) -> dict[Path, bytes]:
+    """The `course` package a chapter's graded notebooks see, as {path relative to the repository:
+    content}: the protocol, the probes, the helpers and the stand-ins (`course.standins`); the
+    reference module of each earlier chapter whose answers are `published` (chapter ids: due, plus
+    the longest extension, as the student edition publishes them), and for an earlier chapter whose
+    answers are not, its stand-in's shim (`course.standins.shim`), where it has one. Never the
+    oracles (`oracle_files`), nor the answers of this chapter or a later one."""
+    references = {c.reference_module: c for c in all_chapters()}
+    hidden = set(references) | set(oracle_files())
+    files = {p.relative_to(ROOT): p.read_bytes() for p in sorted(COURSE.rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts and p not in hidden}
+    for module, other in references.items():
+        if other.number >= ch.number or not module.is_file():
+            continue
+        if other.id in published:
+            files[module.relative_to(ROOT)] = module.read_bytes()
+        elif other.topic in standins.topics():
+            files[module.relative_to(ROOT)] = standins.shim(other.topic).encode()
+    return files
 
 
 def repository_url() -> str:

@@ -21,7 +21,7 @@ from nbformat.notebooknode import NotebookNode
 from course.protocol import (JUPYTER_DIR, LIB_DIR, STATUS_DIR, kernel_name, source_stamp_name, stamp_name,
                              verdicts_name)
 
-from .chapters import ROOT, Chapter, course_files
+from .chapters import ROOT, Chapter, sandbox_files
 from .cleanup import CleanupError, remove_tree
 from .limits import Limits
 
@@ -126,20 +126,21 @@ class Course:
         stamp.write_text(key)
         return True
 
-    def write_lib(self) -> Path:
-        """A copy of the `course` package as the chapter's notebooks see it
-        (`chapters.course_files`); returns the folder to put on their path."""
+    def write_lib(self, published: set[str]) -> Path:
+        """The `course` package as the chapter's notebooks see it when the chapters `published`
+        have their answers out (`chapters.sandbox_files`); returns the folder to put on their path."""
         lib = self.root / LIB_DIR / self.ch.id
-        shutil.rmtree(lib, ignore_errors=True)
-        for f in course_files(self.ch):
-            dest = lib / f.relative_to(ROOT)
+        remove_tree(lib)
+        for path, content in sandbox_files(self.ch, published).items():
+            dest = lib / path
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(f, dest)
+            dest.write_bytes(content)
         return lib
 
-    def write_kernelspec(self, use_sandbox: bool, limits: Limits) -> str:
-        """The kernel nbgrader runs this chapter's notebooks in; returns its name."""
-        lib = self.write_lib()
+    def write_kernelspec(self, use_sandbox: bool, limits: Limits, published: set[str]) -> str:
+        """The kernel nbgrader runs this chapter's notebooks in (with the answers of the chapters
+        `published`, stand-ins for the others; see `write_lib`); returns its name."""
+        lib = self.write_lib(published)
         name = kernel_name(self.ch.id)
         if use_sandbox:
             # -P: the launcher starts in the notebook's folder, and runs nothing from there

@@ -8,6 +8,10 @@ the longest extension granted) has passed, and of no other. It holds no
 ``solutions/``, no tests (hidden-test sources, mutants), no generated
 outputs but the pre-rendered figures of the book, no caches.
 
+What a chapter needs of an earlier one not yet due (chapter 11 builds on chapter 5's heads, say)
+is there as that chapter's stand-in (`course.standins`): ``course/reference/<topic>.py`` imports
+a module of the same names built on PyTorch's own functions, which holds no answer.
+
 Figures of chapters not yet due: the reference they would fall back on is
 absent, so the notebook carries the outputs of the instructor's last book
 build (``_build/jupyter_execute``, made by ``make book``) and the edition's
@@ -39,6 +43,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from course import standins
 from course.cells import SOLUTION_BEGIN, is_answer_cell, is_exported, without_solution_markers
 from course.protocol import HIDDEN_BEGIN
 
@@ -176,6 +181,11 @@ def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = 
         target = dest / f.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, target)
+    shims = [ch for ch in not_due if ch.topic in standins.topics()]
+    for ch in shims:  # what later chapters import of a chapter not yet due: its stand-in
+        (dest / ch.reference_module.relative_to(ROOT)).write_text(standins.shim(ch.topic))
+    if shims:
+        print(f"stand-ins (no answers, on PyTorch's own functions) for {', '.join(ch.id for ch in shims)}")
     (dest / "_config.yml").write_text(_config((ROOT / "_config.yml").read_text(), url, not_due))
     (dest / "schedule.yml").write_text(_public_schedule(schedule))
     missing = []
@@ -301,7 +311,8 @@ def audit(dest: Path, not_due: list[Chapter]) -> list[str]:
         answers = [(lines - published_lines(lines), need) for lines, need in answer_lines(ch)]
         secrets[ch.id] = [(lines, need) for lines, need in answers if len(lines) >= need]
     for ch in not_due:
-        if (dest / "course" / "reference" / f"{ch.topic}.py").exists():
+        module = dest / "course" / "reference" / f"{ch.topic}.py"
+        if module.exists() and module.read_text() != standins.shim(ch.topic):
             problems.append(f"course/reference/{ch.topic}.py: the reference answers of {ch.id}")
     texts: list[tuple[str, str]] = []
     for path in sorted(dest.rglob("*")):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .chapters import ROOT, Chapter, course_files, oracle_files
+from .chapters import ROOT, Chapter, oracle_files, sandbox_files
 from .limits import Limits
 
 #: the grader's code that runs a notebook and decides its verdict
@@ -31,11 +31,15 @@ def folder_digest(path: Path) -> str:
     return _digest(sorted(f for f in path.rglob("*") if f.is_file() and ".ipynb_checkpoints" not in f.parts), path)
 
 
-def judging_digest(ch: Chapter, limits: Limits) -> str:
+def judging_digest(ch: Chapter, limits: Limits, published: set[str] | frozenset[str] = frozenset()) -> str:
     """A digest of what a chapter's verdicts depend on besides the notebook
     and the instructor's files: every file of the `course` package its
     kernels see (course/protocol.py, the probes, the helpers, earlier
-    chapters' reference modules; `chapters.course_files`), the checks'
-    trusted side (`chapters.oracle_files`), the grader's judge, kernel
-    runner and sandbox, and the limits."""
-    return _digest(course_files(ch) + oracle_files() + GRADER_FILES, ROOT, repr(limits))
+    chapters' reference modules or stand-ins, as `published` makes them;
+    `chapters.sandbox_files`), the checks' trusted side
+    (`chapters.oracle_files`), the grader's judge, kernel runner and
+    sandbox, and the limits."""
+    h = hashlib.sha256(_digest(oracle_files() + GRADER_FILES, ROOT, repr(limits)).encode())
+    for path, content in sorted(sandbox_files(ch, published).items()):
+        h.update(f"\0{path}\0".encode() + content)
+    return h.hexdigest()

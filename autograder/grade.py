@@ -43,6 +43,7 @@ student: the row's ``status`` says what happened, e.g. ``graded``,
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 import sys
@@ -142,19 +143,24 @@ def set_due_date(course: Course, db_url: str, schedule: Schedule, students: list
 
 
 def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, use_sandbox: bool, limits: Limits,
-                  secret: Path, schedule: Schedule | None = None, db: str | None = None) -> tuple[list[Row], list[list]]:
+                  secret: Path, schedule: Schedule | None = None, db: str | None = None,
+                  now: dt.datetime | None = None) -> tuple[list[Row], list[list]]:
     """Grade every student's notebook for one chapter (None: nothing submitted)
     on the workers of `pool`, into the gradebook `db` (default: SQLite in the
-    course folder; see `gradebook`)."""
+    course folder; see `gradebook`). The sandbox holds the answers of the chapters
+    the student edition publishes at `now` (default: the current time), and stand-ins
+    of the others (`chapters.sandbox_files`)."""
     ch = course.ch
     schedule = schedule or Schedule()
     db_url = gradebook_url(course.root, db)
-    kernel = course.write_kernelspec(use_sandbox, limits)
+    published = schedule.published(now or dt.datetime.now(dt.timezone.utc))
+    kernel = course.write_kernelspec(use_sandbox, limits, published)
     config = nbgrader_config(course.root, secret, kernel, limits, schedule.late_penalty, schedule.forbidden_calls)
     config.CourseDirectory.db_url = db_url
     write_config(course.root, config)
     secret_digest = hashlib.sha256(secret.read_bytes()).hexdigest()
-    key = f"{prepare_assignment(course, db_url)}\0{judging_digest(ch, limits)}\0{use_sandbox}\0{secret_digest}"
+    judging = judging_digest(ch, limits, published)
+    key = f"{prepare_assignment(course, db_url)}\0{judging}\0{use_sandbox}\0{secret_digest}"
     set_due_date(course, db_url, schedule, sorted(folders))
     key += f"\0{schedule.due.get(ch.id)}\0{schedule.late_penalty}\0{schedule.forbidden_calls}"
     release = nbformat.read(course.release, as_version=4)

@@ -54,6 +54,11 @@ class Schedule:
         m = PENALTY.match(self.late_penalty)
         return float(m.group(2)) if m and m.group(2) else None
 
+    def published(self, now: dt.datetime) -> set[str]:
+        """The chapters whose answers are published at `now` (`is_due`): the student edition holds their
+        reference modules, and so does the sandbox of a notebook graded then (stand-ins for the rest)."""
+        return {ch.id for ch in all_chapters() if self.is_due(ch.id, now)}
+
     def is_due(self, chapter: str, now: dt.datetime) -> bool:
         """Whether the chapter's due date (plus the longest extension anyone has) has passed."""
         if chapter not in self.due:

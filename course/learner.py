@@ -278,7 +278,7 @@ def visible_problem(qualified: str, obj: Any) -> str | None:
         passed, _, entries = practice.judge_visible(qualified, obj)
     except CheckUnavailable as err:
         return f"check {qualified} unavailable ({err})"
-    if any(not_implemented(out) for out, _ in entries):
+    if any(not_implemented(entry[0]) for entry in entries):
         return "not implemented"
     return None if passed else f"fails check {qualified}"
 

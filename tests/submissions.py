@@ -147,9 +147,10 @@ class Bank:
     ``(check, hidden, seed)`` for every answer judged on them: the tests judge hundreds of wrong
     answers on the same draws."""
 
-    def __init__(self) -> None:
+    def __init__(self, hints: bool = True) -> None:
         self._cases: dict = {}
         self._answers: dict = {}
+        self.hints = hints  # False: failures are judged without naming their mistake (faster)
 
     def cases(self, check: Check, hidden: bool, seed: int | None) -> tuple[list, list]:
         key = (check.qualified_name, hidden, seed)
@@ -167,6 +168,8 @@ class Bank:
     def wrongs(self, check: Check, hidden: bool, seed: int | None, i: int) -> list:
         """The known mistakes' (hint, output) on case i."""
         key = (check.qualified_name, hidden, seed, i, "mistakes")
+        if not self.hints:
+            return []
         if key not in self._answers:
             case = self.cases(check, hidden, seed)[0][i]
             self._answers[key] = [(m.hint, framework.mistake_output(m, case)) for m in check.mistakes]
@@ -185,7 +188,8 @@ def judge_call(call: Call, answers: types.ModuleType, seed: int | None, bank: Ba
     def judge(entries: list) -> list:
         return verdicts_.evaluate(framework.standard(check_), cases, entries,
                                   lambda i: bank.answer(check_, call.hidden, seed, i),
-                                  lambda i: bank.wrongs(check_, call.hidden, seed, i))
+                                  lambda i: bank.wrongs(check_, call.hidden, seed, i),
+                                  framework.replayer(check_, cases))
     return verdicts_.judge_text(check_.qualified_name, call.hidden, text, cases, judge, check_.guard)
 
 

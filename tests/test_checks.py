@@ -20,7 +20,9 @@ autograder, on one seed.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import os
 from types import ModuleType
 
 import nbformat
@@ -33,6 +35,7 @@ from course.checks.framework import NOT_APPLICABLE, Check, checks_of, mismatch
 from course.probing.cases import encode_cases
 from course.probing.plain import Raised, encode, to_plain
 from course.probing import practice
+from course.cells import grade_id
 from course.probing.runner import probes_of
 from course.protocol import PROBE_DIR_ENV, record_name
 from mutants import mutants_for
@@ -42,8 +45,10 @@ from submissions import (Bank, apply_edits, as_module, cell_fraction, cells_of, 
 CHAPTERS = all_chapters()
 HIDDEN_SEEDS = (None, 11, 2024, 31337)  # None: the default hidden seed
 #: how many of the grader's draws (`submissions.grader_seeds`: other secrets, students, notebooks) every
-#: mutant and the reference are judged on: a clause a draw can miss shows up as a mutant kept at full marks
-DRAWS = 12
+#: mutant and the reference are judged on: a clause a draw can miss shows up as a mutant kept at full marks.
+#: CI judges one besides the default seed (the suite's time); COURSE_DRAWS=12 (or more) is the sweep to run
+#: after changing a check's cases or adding a mutant (CONTRIBUTING.md).
+DRAWS = int(os.environ.get("COURSE_DRAWS", 1))
 _BANKS: dict[str, Bank] = {}
 
 
@@ -205,13 +210,38 @@ def test_mutant_loses_points_and_shows_its_hint_on_every_draw(ch, mutant):
             assert cell_fraction(judged) < 1, f"{gid} kept full marks on seed {seed}"
             assert any(mutant.hint in text for text in failed), (
                 f"{gid}, seed {seed}: the feedback does not show {mutant.hint!r}:\n" + "\n".join(failed))
+    # A mistake costs once: a later exercise that calls the mutated piece (its probe `builds_on` it) is
+    # judged on what it adds. (A piece inherited from, as BPETokenizer inherits CharTokenizer, is not a call.)
+    mutated = _defined(answers[mutant.cell])
+    later = list(cells)[list(cells).index(_test_cell_of(ch, mutant.cell)) + 1:]
+    for gid in later:
+        if gid in mutant.loses or not any(mutated & set(c.check.probe.builds_on) for c in cells[gid]):
+            continue
+        for seed in draws(ch)[:1]:
+            judged = verdicts(cells[gid], module, seed, bank(ch))
+            assert cell_fraction(judged) == 1, (f"{gid} lost points for the mistake of {mutant.cell}, on seed {seed}:\n"
+                                                + "\n".join(v.text for v in judged if not v.passed))
+
+
+def _defined(source: str) -> set[str]:
+    """The functions and classes an answer cell defines."""
+    return {node.name for node in ast.parse(source).body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def _test_cell_of(ch: Chapter, answer_cell: str) -> str:
+    """The test cell right after an answer cell in the solution notebook."""
+    order = [grade_id(c) for c in nbformat.read(ch.solution, as_version=4).cells if grade_id(c)]
+    tests = set(cells_of(ch))
+    return next(g for g in order[order.index(answer_cell) + 1:] if g in tests)
 
 
 @pytest.mark.parametrize("ch", CHAPTERS, ids=lambda c: c.id)
 def test_student_mode_agrees_with_the_judge(ch):
     """What a test cell shows in Jupyter (judged against the released visible answers, with no
     oracle) is what the grader decides from the recorded results against the oracle, for the
-    solution and every mutant."""
+    solution and every mutant (but for the grader's replay of a later exercise on the student's own
+    earlier pieces, which needs the answers: `course.probing.pieces`)."""
     answers = solution_sources(ch)
     variants = {"solution": answers}
     for m in mutants_for(ch.topic):
@@ -222,7 +252,7 @@ def test_student_mode_agrees_with_the_judge(ch):
             for call in (c for c in calls if not c.hidden):
                 qualified = call.check.qualified_name
                 shown, report, entries = practice.judge_visible(qualified, getattr(module, call.obj))
-                judged = framework.judge_record(qualified, False, None, encode(entries))
+                judged = framework.judge_record(qualified, False, None, encode(entries), replay=False)
                 assert (shown, report) == judged, f"{name}: {qualified}"
 
 

@@ -2,11 +2,13 @@
 late-penalty plugin -> grades.csv."""
 
 import csv
+import html
 import datetime as dt
 import re
 import warnings
 
 import pytest
+import nbformat
 import yaml
 from submissions import solved, write
 from test_grading import grade_cells
@@ -135,7 +137,7 @@ def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path, capfd):
     with warnings.catch_warnings(record=True) as caught:  # a clean run warns of nothing: grade, export, report
         warnings.simplefilter("always")
         grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
-        export(tmp_path / "out", "moodle")
+        export(tmp_path / "out", "moodle", chapters=[CH.id])
         write_report(tmp_path / "out")
     assert [str(w.message) for w in caught] == []
     assert not re.search(r"\w+Warning\b", capfd.readouterr().err)  # Python's warnings, printed by a subprocess
@@ -168,3 +170,38 @@ def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path, capfd):
     again = _rows(tmp_path / "out")
     assert float(again["late"]["score"]) == top and again["late"]["status"] == AWAITS
     assert {s: again[s] for s in again if s != "late"} == {s: rows[s] for s in rows if s != "late"}
+
+
+@pytest.mark.slow
+def test_a_sandbox_holds_only_the_answers_the_class_may_see(tmp_path):
+    """Chapter 5 graded while chapter 4 is due but an extension on it still runs: the sandbox holds
+    chapter 4's stand-in, not its answers (a notebook printing the module it imports shows the stand-in
+    in its feedback), and a correct notebook keeps full marks on it. Once the extension is over, the
+    same grading holds chapter 4's answers."""
+    from autograder.edition import answer_lines, published_lines
+    from autograder.grade import grade
+    from course.standins import shim
+    from submissions import lean
+
+    ch4, ch5 = get_chapter("04_attention"), get_chapter("05_multi_head_attention")
+    now = dt.datetime.now(UTC)
+    due = {ch4.id: now - dt.timedelta(days=1), ch5.id: now - dt.timedelta(hours=1)}
+    nb = lean(solved(ch5))
+    nb.cells.append(nbformat.v4.new_code_cell("import inspect\nimport course.reference.attention as chapter_4\n"
+                                              "print(inspect.getsource(chapter_4))"))
+    subs = tmp_path / "submitted"
+    write(nb, subs, "1001", ch5)
+    lines = {ln for found, _ in answer_lines(ch4) for ln in found - published_lines(found)}
+    use_sandbox = sandbox.available() is None
+    for extended, name in ((True, "extended"), (False, "over")):
+        extensions = {("1002", ch4.id): dt.timedelta(days=7)} if extended else {}
+        rows = grade(subs, tmp_path / name, use_sandbox=use_sandbox, secret=tmp_path / "secret",
+                     schedule=Schedule(due=due, extensions=extensions))
+        (row,) = rows
+        assert row.score == row.max_score, row
+        page = (tmp_path / name / "feedback" / "1001" / ch5.id / f"{ch5.id}.html").read_text()
+        shown = {ln for ln in lines if html.escape(ln, quote=False) in page or ln in page}
+        if extended:
+            assert shim("attention").splitlines()[0][3:40] in page and not shown, sorted(shown)[:3]
+        else:
+            assert len(shown) >= 3, "chapter 4's answers, published, are what chapter 5 imports"

@@ -137,7 +137,8 @@ def test_manual_grades_reach_grades_csv_the_lms_and_the_feedback(tmp_path):
         gb.find_grade(TEST, CH.id, CH.id, "1001").extra_credit = 0.5
         gb.db.commit()
 
-    subprocess.run([*run, "export", str(out), "--lms", "canvas"], check=True, capture_output=True)
+    subprocess.run([*run, "export", str(out), "--lms", "canvas", "--chapter", CH.id], check=True,
+                   capture_output=True)
     after = {r["student_id"]: r for r in _rows(out / "grades.csv")}
     assert float(after["1002"]["score"]) == top and after["1002"]["status"] == "graded (graded by hand)"
     assert float(after["1001"]["score"]) == top + 0.5 and after["1001"]["status"] == "graded (graded by hand)"
@@ -186,7 +187,7 @@ def test_a_written_answer_awaits_manual_grading_then_counts(tmp_path):
         written = gb.find_grade(WRITTEN, CH.id, CH.id, "1001")
         written.manual_score, written.needs_manual_grade = 1.0, False
         gb.db.commit()
-    export(out, "moodle")
+    export(out, "moodle", chapters=[CH.id])
     (row,) = _rows(out / "grades.csv")
     assert (float(row["score"]), row["status"]) == (top, "graded (graded by hand)")
     assert _rows(out / "lms" / "moodle" / f"{CH.id}.csv")[0]["Grade"] == f"{top:g}"

@@ -10,12 +10,13 @@ import re
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder import sandbox
-from autograder.chapters import ROOT, all_chapters, course_files, get_chapter, oracle_files
+from autograder.chapters import ROOT, all_chapters, get_chapter, oracle_files, sandbox_files
 from autograder.course_folder import Course
 from autograder.fingerprint import GRADER_FILES, judging_digest
 from autograder.limits import (
@@ -29,6 +30,7 @@ from autograder.limits import (
 )
 from autograder.nbconfig import nbgrader_config, write_config
 from autograder.secret import course_secret, default_secret_path
+from course import standins
 from course.protocol import CONFIG_FILE, JUPYTER_DIR, PROBE_DIRNAME, SECRET_ENV
 from mutants.introduction import MUTANTS
 from submissions import mutated, solved, write
@@ -99,7 +101,7 @@ def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
     limits = Limits(cell_seconds=11, wall_seconds=1234, memory_bytes=3 * 2**30, test_cell_seconds=9,
                     notebook_seconds=77)
     course = Course(tmp_path, CH)
-    kernel = course.write_kernelspec(use_sandbox=True, limits=limits)
+    kernel = course.write_kernelspec(use_sandbox=True, limits=limits, published=set())
     argv = json.loads((course.root / JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["argv"]
     assert argv[argv.index("--wall") + 1] == "1234" and argv[argv.index("--memory") + 1] == str(3 * 2**30)
     write_config(course.root, nbgrader_config(course.root, tmp_path / "secret", kernel, limits))
@@ -112,15 +114,25 @@ def test_limits_reach_nbgrader_and_the_sandbox(tmp_path):
 
 # --------------------------------------------------------------- digests ---
 
-def test_judging_digest_covers_everything_a_chapter_sandbox_sees_and_no_oracle():
-    ch = get_chapter("02_embedding")
-    files = set(course_files(ch))
-    course = ROOT / "course"
-    assert set((course / "probing").rglob("*.py")) <= files
-    assert course / "protocol.py" in files and course / "checks" / "__init__.py" in files
-    assert not files & set(oracle_files()) and course / "checks" / "framework.py" in oracle_files()
-    for other in all_chapters():
-        assert (other.reference_module in files) == (other.number < ch.number), other.id
+def test_a_chapter_sandbox_holds_the_published_answers_stand_ins_for_the_others_and_no_oracle():
+    ch = get_chapter("07_feed_forward")
+    course = Path("course")
+    for published in (set(), {"04_attention", "06_add_norm"}, {c.id for c in all_chapters()}):
+        files = sandbox_files(ch, published)
+        assert {p.relative_to(ROOT) for p in (ROOT / course / "probing").rglob("*.py")} <= set(files)
+        assert {course / "protocol.py", course / "checks" / "__init__.py", course / "standins" / "attention.py"} \
+            <= set(files)
+        assert not set(files) & {p.relative_to(ROOT) for p in oracle_files()}
+        for other in all_chapters():
+            module = other.reference_module.relative_to(ROOT)
+            if other.number >= ch.number:
+                assert module not in files, other.id
+            elif other.id in published:
+                assert files[module] == other.reference_module.read_bytes(), other.id
+            elif other.topic in standins.topics():
+                assert files[module] == standins.shim(other.topic).encode(), other.id
+            else:
+                assert module not in files, other.id
     assert {f.name for f in GRADER_FILES} >= {"judge.py", "execute.py"}
 
 
@@ -132,7 +144,8 @@ def test_judging_digest_changes_with_the_files_and_the_limits(tmp_path, monkeypa
     copy.write_text("x = 1\n")
     monkeypatch.setattr(fingerprint, "ROOT", tmp_path)
     monkeypatch.setattr(fingerprint, "GRADER_FILES", [])
-    monkeypatch.setattr(fingerprint, "course_files", lambda ch: [copy])
+    monkeypatch.setattr(fingerprint, "sandbox_files", lambda ch, published: {Path("course/checks/framework.py"):
+                                                                            copy.read_bytes()})
     monkeypatch.setattr(fingerprint, "oracle_files", lambda: [])
     before = judging_digest(CH, Limits())
     assert judging_digest(CH, Limits()) == before

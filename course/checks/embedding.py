@@ -260,7 +260,7 @@ register(
           ],
           hint="forward(ids) is self.weight[ids], of shape ids.shape + (d_model,), times sqrt(d_model) only when "
                "scale=True; the module has no dropout, so training and eval mode give the same result."),
-    Check(name="embedding_init", cases=_init_cases, expected=_init_expected,
+    Check(name="embedding_init", guard=True, cases=_init_cases, expected=_init_expected,
           mistakes=[
               Mistake("Did you scale the initial values down (e.g. 0.02 * torch.randn, as GPT-2 does)? "
                       "This exercise asks for N(0, 1), like nn.Embedding.", variant(_init_expected, std=0.02)),

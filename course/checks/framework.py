@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from course.probing import practice, runner, verdicts
+from course.probing import pieces, practice, runner, verdicts
 from course.probing.cases import Case, carried, encode_cases
 from course.probing.runner import CheckUnavailable
 from course.probing.plain import raised, to_plain
@@ -176,7 +177,7 @@ def standard(check_: Check) -> verdicts.Standard:
     """What `check_` asks of every case (its probe says whether inputs must be left unchanged)."""
     probe = check_.probe
     return verdicts.Standard(check_.rtol, check_.atol, check_.exact_dtype, check_.hint, probe.inputs_unchanged,
-                             probe.observe, check_.guard)
+                             probe.observe, check_.guard, tuple(probe.builds_on))
 
 
 def answer(check_: Check, case: Case) -> Any:
@@ -195,11 +196,35 @@ def mistake_output(m: Mistake, case: Case) -> Any:
     return out if out is NOT_APPLICABLE else to_plain(out)
 
 
-def evaluate(check_: Check, cases: list[Case], entries: list[Any]) -> list[verdicts.CaseResult]:
-    """Judge recorded entries ``[output, inputs after the call]`` against the
-    oracle, naming the known mistake a failure matches."""
+def evaluate(check_: Check, cases: list[Case], entries: list[Any], replay: bool = True) -> list[verdicts.CaseResult]:
+    """Judge recorded entries (`runner.run_student`) against the oracle, naming
+    the known mistake a failure matches, and (with `replay`) crediting a case
+    the student's earlier pieces explain (`replayer`)."""
     return verdicts.evaluate(standard(check_), cases, entries, lambda i: answer(check_, cases[i]),
-                             lambda i: [(m.hint, mistake_output(m, cases[i])) for m in check_.mistakes])
+                             lambda i: [(m.hint, mistake_output(m, cases[i])) for m in check_.mistakes],
+                             replayer(check_, cases) if replay else None)
+
+
+def replayer(check_: Check, cases: list[Case]) -> Callable[[int, list], Any] | None:
+    """For a check whose exercise builds on the chapter's earlier answers (its probe's `builds_on`):
+    ``replay(i, trace)``, what the course's answer to the exercise returns on case i with each earlier
+    piece returning what the student's did on the same inputs (`course.probing.pieces`), and the case's
+    inputs as it leaves them; NOT_APPLICABLE where the student's exercise fed its pieces other inputs.
+    None for other checks."""
+    probe = check_.probe
+    if not probe.builds_on or not probe.answer:
+        return None
+    module = importlib.import_module(f"course.reference.{check_.topic}")
+
+    def replay(i: int, trace: list) -> Any:
+        case = carried([cases[i]])[0]
+        with pieces.replaying(module.__dict__, probe.builds_on, trace) as done:
+            try:
+                out = to_plain(probe.call(getattr(module, probe.answer), case))
+            except Exception as exc:  # the student's earlier piece made the answer fail too, or the replay did
+                out = raised(exc)
+        return NOT_APPLICABLE if done.diverged else (out, runner.inputs_snapshot(case))
+    return replay
 
 
 def visible_data(topic: str) -> dict:
@@ -225,15 +250,16 @@ def summary(check_: Check, hidden: bool, results: list[verdicts.CaseResult]) -> 
     return verdicts.summary(check_.qualified_name, hidden, results)
 
 
-def judge_record(name: str, hidden: bool, seed: int | None, text: str | None) -> verdicts.Verdict:
+def judge_record(name: str, hidden: bool, seed: int | None, text: str | None,
+                 replay: bool = True) -> verdicts.Verdict:
     """Trusted side: the verdict for one check from the JSON a kernel recorded: ``(passed, report)``,
-    with the same verdict as data in its ``record`` (`verdicts.record`)."""
+    with the same verdict as data in its ``record`` (`verdicts.record`); `replay`: as `evaluate`."""
     try:
         check_ = get_check(name)
     except CheckUnavailable as err:
         return verdicts.unjudged(name, hidden, f"✗ {name}: {err} (tell your instructor).", verdicts.UNAVAILABLE)
     cases = check_.make_cases(hidden, seed)
-    return verdicts.judge_text(name, hidden, text, cases, lambda entries: evaluate(check_, cases, entries),
+    return verdicts.judge_text(name, hidden, text, cases, lambda entries: evaluate(check_, cases, entries, replay),
                                check_.guard)
 
 

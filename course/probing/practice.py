@@ -80,7 +80,8 @@ def visible(name: str) -> tuple[Standard, list[Case], list[Any], list[list[Wrong
     except KeyError:
         raise NoVisibleAnswers(f"no visible answers for check {name!r}: is the course package up to date?") from None
     probe = probe_of(name)
-    standard = Standard(**data["standard"], inputs_unchanged=probe.inputs_unchanged, observe=probe.observe)
+    standard = Standard(**data["standard"], inputs_unchanged=probe.inputs_unchanged, observe=probe.observe,
+                        builds_on=tuple(probe.builds_on))
     cases = decode_cases(json.dumps(data["cases"]))
     answers = [decode_answer(a) for a in data["answers"]]
     wrongs = [[(m["hint"], decode_wrong(m["outputs"][i])) for m in data["mistakes"]] for i in range(len(cases))]

@@ -22,6 +22,7 @@ import importlib
 import os
 import random
 import signal
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from torch.overrides import TorchFunctionMode
 from course.protocol import ALLOW_FORBIDDEN_FILE, PROBE_DIR_ENV, cases_name, record_name
 
 from .cases import Case, decode_cases
+from .pieces import tracing
 from .plain import Raised, encode, raised, to_plain
 
 
@@ -55,6 +57,11 @@ class Probe:
     frequencies of recorded samples, the facts of a masking. The judge runs
     it outside the sandbox (and a student's own run, here); None: the raw
     output is compared as it is.
+    builds_on: the names of the chapter's earlier answers the exercise's
+    object calls (``("RMSNorm", "GroupedQueryAttention")``): their calls are
+    traced, so that the judge can tell a fault of theirs from one of this
+    exercise (`course.probing.pieces`); `answer` is the name of this
+    exercise's object among the chapter's answers, which the judge replays.
     """
 
     name: str  # "topic.name", the check's qualified name
@@ -62,6 +69,8 @@ class Probe:
     forbid: Sequence[str] = ()
     inputs_unchanged: bool = True
     observe: Callable[[Case, Any], Any] | None = None
+    builds_on: Sequence[str] = ()
+    answer: str = ""
 
 
 _PROBES: dict[str, Probe] = {}
@@ -129,6 +138,24 @@ def refusal(name: str) -> RuntimeError:
     return RuntimeError(f"{name} is not allowed in this exercise: write it with basic tensor operations")
 
 
+#: the course's stand-ins (`course.standins`): their calls are the course's, not the student's
+STANDINS = Path(__file__).resolve().parent.parent / "standins"
+_TORCH = Path(torch.__file__).resolve().parent
+
+
+def _students_call() -> bool:
+    """Whether the forbidden function being called was called by the student's code: the first frame
+    outside PyTorch and this module is not in a stand-in (an earlier chapter's answers, unpublished,
+    stand in on the functions that chapter forbids; `course.standins`)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        where = frame.f_code.co_filename
+        if not where.startswith(str(_TORCH)) and where != __file__:
+            return not where.startswith(str(STANDINS))
+        frame = frame.f_back
+    return True
+
+
 class _Watch(TorchFunctionMode):
     """Sees every PyTorch function the student's code calls (however it got hold of it: a
     computed name, a reference captured before the check) and notes the forbidden ones."""
@@ -139,7 +166,7 @@ class _Watch(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         name = self.watched.get(id(func))
-        if name is not None:
+        if name is not None and _students_call():
             if name not in self.reached:
                 self.reached.append(name)
             if self.refuse:
@@ -156,7 +183,7 @@ def watching(names: Sequence[str], reached: list[str], refuse: bool = True) -> I
     not by its name (``vars(torch)["soft" + "max"]``, a reference kept from before, an alias
     such as ``torch._C._VariableFunctions.softmax``); and each name's attribute is replaced for
     the block, for what PyTorch's dispatch does not see (classes such as ``torch.optim.AdamW``,
-    plain Python functions)."""
+    plain Python functions). A call made by a stand-in (`_students_call`) is let through."""
     spots = [(*_resolve(n), n) for n in names]
     saved = [(owner, attr, owner.__dict__.get(attr), attr in owner.__dict__) for owner, attr, _ in spots]
     originals = [(getattr(owner, attr), what) for owner, attr, what in spots]
@@ -164,10 +191,11 @@ def watching(names: Sequence[str], reached: list[str], refuse: bool = True) -> I
 
     def replaced(original: Any, what: str) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
-            if what not in reached:
-                reached.append(what)
-            if refuse:
-                raise refusal(what)
+            if _students_call():
+                if what not in reached:
+                    reached.append(what)
+                if refuse:
+                    raise refusal(what)
             return original(*args, **kwargs)
         return call
 
@@ -243,26 +271,30 @@ def run_student(probe: Probe, obj: Any, cases: list[Case], refuse: bool = True,
                 case_seconds: float | None = None) -> list[list]:
     """Call the student's object on each case. Each entry is
     ``[output, inputs after the call, the forbidden functions the call reached]``
-    as plain data; exceptions become `Raised`. A forbidden function raises
+    as plain data, and for a probe that `builds_on` earlier pieces, the trace
+    of their calls (`pieces.tracing`) last; exceptions become `Raised`. A forbidden function raises
     (`refusal`) unless `refuse` is off (`ALLOW_FORBIDDEN_FILE`): then it runs,
     and is only noted. With `case_seconds` (the grader's kernel), a case that
     runs longer is stopped, and so are the check's later cases (`timed_out`)."""
     entries: list[list] = []
     gave_up = False
     for case in cases:
+        traced: list[list] = []
         if gave_up:  # it loops: the next case would too
-            entries.append([timed_out(case_seconds), [], []])
+            entries.append([timed_out(case_seconds), [], [], *([traced] if probe.builds_on else [])])
             continue
         mine = copy.deepcopy(case)
         reached: list[str] = []
         try:
-            with watching(probe.forbid, reached, refuse), _deadline(case_seconds):
+            with watching(probe.forbid, reached, refuse), tracing(obj, probe.builds_on, traced), \
+                    _deadline(case_seconds):
                 out = to_plain(probe.call(obj, mine))  # exactly what the judge will see
         except _CaseTimeout:
             out, gave_up = timed_out(case_seconds), True
         except Exception as exc:  # the student's bug is the feedback, not a crash
             out = raised(exc)
-        entries.append([out, inputs_snapshot(mine) if probe.inputs_unchanged else [], reached])
+        entries.append([out, inputs_snapshot(mine) if probe.inputs_unchanged else [], reached,
+                        *([traced] if probe.builds_on else [])])
     return entries
 
 
@@ -308,7 +340,7 @@ def record(name: str, obj: Any, hidden: bool, probe_dir: Path) -> None:
     refuse = not (probe_dir / ALLOW_FORBIDDEN_FILE).exists()
     cases = decode_cases(text)
     if (name, id(obj)) in _looping:  # its visible cases ran out of time: so would these
-        entries = [[timed_out(CASE_SECONDS), [], []] for _ in cases]
+        entries = [[timed_out(CASE_SECONDS), [], [], *([[]] if probe_of(name).builds_on else [])] for _ in cases]
     else:
         entries = run_student(probe_of(name), obj, cases, refuse, CASE_SECONDS)
         if entries and isinstance(entries[-1][0], Raised) and entries[-1][0] == timed_out(CASE_SECONDS):

@@ -160,12 +160,15 @@ def _short(x: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _inputs_problem(case: Case, after: Any) -> str | None:
-    before = inputs_snapshot(case)
+def _inputs_problem(case: Case, after: Any, expected: list | None = None) -> str | None:
+    """How the inputs after the call differ from what they must be: as they were (`expected`: as the
+    answer left them on the student's earlier pieces, in a replay), None if they do not."""
+    before = inputs_snapshot(case) if expected is None else expected
     if not isinstance(after, list) or len(after) != len(before):
         return "the recorded inputs do not match the test's case"
+    tolerance = 0.0 if expected is None else 1e-5
     for name, b, a in zip(input_names(case), before, after):
-        if b is not None and mismatch(a, b, 0.0, 0.0, exact_dtype=True):
+        if b is not None and mismatch(a, b, tolerance, tolerance, exact_dtype=True):
             return (f"your code changed its input ({name}) in place; the contract leaves its inputs "
                     "unchanged: compute new tensors/lists (x = x - m, not x -= m or x.sub_(m))")
     return None
@@ -186,6 +189,7 @@ class Standard:
     inputs_unchanged: bool = True
     observe: Callable[[Case, Any], Any] | None = None
     guard: bool = False  # an error path or a property: counts once the cell's other checks pass
+    builds_on: tuple[str, ...] = ()  # the chapter's earlier answers the exercise calls (`runner.Probe`)
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,7 @@ class CaseResult:
     hint: str = ""  # for a failure a report shows: the matched mistake's hint, else the check's
     mistake: bool = False  # the hint is a known mistake's (not the check's general one)
     reached: tuple[str, ...] = ()  # the forbidden functions the call reached (`runner.watching`)
+    replayed: bool = False  # passed on replay: the earlier pieces named in `hint` are at fault (`evaluate`)
 
     @property
     def passed(self) -> bool:
@@ -223,31 +228,59 @@ def observed(standard: Standard, case: Case, raw: Any) -> Any:
 
 
 def evaluate(standard: Standard, cases: Sequence[Case], entries: list[Any], want: Callable[[int], Any],
-             wrongs: Callable[[int], Sequence[Wrong]]) -> list[CaseResult]:
+             wrongs: Callable[[int], Sequence[Wrong]],
+             replay: Callable[[int, list], Any] | None = None) -> list[CaseResult]:
     """Compare recorded entries ``[output, inputs after the call, forbidden
-    functions reached]`` (`runner.run_student`) with the answers: ``want(i)`` is case i's (plain data or `Raises`), ``wrongs(i)``
-    the known mistakes' outputs on it, asked only for the first
+    functions reached(, trace of the earlier pieces' calls)]`` (`runner.run_student`)
+    with the answers: ``want(i)`` is case i's (plain data or `Raises`),
+    ``wrongs(i)`` the known mistakes' outputs on it, asked only for the first
     `SHOWN_FAILURES` failed cases, which reports show with the hint of the
-    mistake they match (or the check's general hint)."""
+    mistake they match (or the check's general hint). ``replay(i, trace)``
+    (the judge's, `course.probing.pieces`) is what the course's answer returns
+    on case i with the student's earlier pieces' recorded outputs, and the
+    case's inputs as it left them, or NOT_APPLICABLE: a failed case whose
+    output (and inputs after the call) it matches is the earlier pieces' fault,
+    not this exercise's, and passes (`CaseResult.replayed`)."""
     results: list[CaseResult] = []
     for i, (case, entry) in enumerate(zip(cases, entries)):
-        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[2], list) \
+        if not isinstance(entry, list) or len(entry) not in (3, 4) or not isinstance(entry[2], list) \
                 or not all(isinstance(name, str) for name in entry[2]):
             results.append(CaseResult(case.label, "the recorded result is not in the expected form"))
             continue
-        got, after, reached = entry
+        got, after, reached = entry[:3]
         got = observed(standard, case, got)
         answer = want(i)
         problem = mismatch(got, answer, standard.rtol, standard.atol, standard.exact_dtype)
+        changed = None if problem or not standard.inputs_unchanged else _inputs_problem(case, after)
+        if (problem or changed) and replay is not None and len(entry) == 4 and isinstance(entry[3], list) and entry[3] \
+                and not isinstance(answer, Raises):
+            theirs = replay(i, entry[3])
+            if theirs is not NOT_APPLICABLE and _same(standard, case, got, theirs[0]):
+                problem = _inputs_problem(case, after, theirs[1]) if standard.inputs_unchanged else None
+                pieces = " or ".join(standard.builds_on)
+                results.append(CaseResult(case.label, problem, f"your {pieces}", False, tuple(reached),
+                                          replayed=problem is None))
+                continue
         hint, mistake = "", False
         shown = sum(not r.passed for r in results) < SHOWN_FAILURES
         if problem and shown and not not_implemented(got):
             known = matching_mistake(standard, wrongs(i), got, answer)
             hint, mistake = (known, True) if known else (standard.hint, False)
-        if problem is None and standard.inputs_unchanged:
-            problem = _inputs_problem(case, after)
+            if standard.builds_on and replay is None:  # a student's own run: no answers to replay with
+                hint += (f" (This exercise runs your {', '.join(standard.builds_on)}: if one of them fails its own "
+                         "test, fix it first. The grader judges this exercise on what it adds.)")
+        problem = problem or changed
         results.append(CaseResult(case.label, problem, hint, mistake, tuple(reached)))
     return results
+
+
+def _same(standard: Standard, case: Case, got: Any, replayed: Any) -> bool:
+    """Whether the student's (observed) output is what the answer's replay gave: the same exception
+    (the earlier piece's fault made both fail alike), or the same value."""
+    if isinstance(got, Raised) or isinstance(replayed, Raised):
+        return isinstance(got, Raised) and isinstance(replayed, Raised) and got.names[0] == replayed.names[0]
+    return mismatch(got, observed(standard, case, replayed), standard.rtol, standard.atol,
+                    standard.exact_dtype) is None
 
 
 def matching_mistake(standard: Standard, wrongs: Sequence[Wrong], got: Any, want: Any) -> str | None:
@@ -276,9 +309,13 @@ def summary(name: str, hidden: bool, results: list[CaseResult]) -> tuple[bool, s
     """(passed, report) for one check: one line, plus up to three failed cases."""
     kind = "hidden" if hidden else "visible"
     failed = [r for r in results if not r.passed]
+    replayed = [r for r in results if r.replayed]
+    blamed = (f"; {len(replayed)} of them judged on what this exercise adds, with what {replayed[0].hint} "
+              "returned: that piece differs from the answer, and costs its points in its own exercise"
+              if replayed else "")
     if not failed:
-        return True, f"✓ {name}: {len(results)} {kind} case{'s' * (len(results) != 1)} pass"
-    lines = [f"✗ {name}: {len(failed)} of {len(results)} {kind} cases failed"]
+        return True, f"✓ {name}: {len(results)} {kind} case{'s' * (len(results) != 1)} pass{blamed}"
+    lines = [f"✗ {name}: {len(failed)} of {len(results)} {kind} cases failed{blamed}"]
     for r in failed[:SHOWN_FAILURES]:
         lines.append(f"  - case '{r.label}': {r.text}")
     if len(failed) > SHOWN_FAILURES:
@@ -303,6 +340,7 @@ def record(name: str, hidden: bool, results: Sequence[CaseResult] = (), category
         {"check": name, "hidden": bool, "passed": bool, "category": None or one above,
          "cases": how many, "failed": how many, "guard": the check is a guard (`course.protocol.counted`),
          "reached": the forbidden functions its calls reached, whether refused or let run,
+         "replayed": how many cases passed on the student's own earlier pieces' outputs (`evaluate`),
          "shown": [{"label", "problem", "hint", "mistake": the hint is a known mistake's}, ...]}
 
     `shown` holds the failed cases a report details (`SHOWN_FAILURES`); `cases`
@@ -313,6 +351,7 @@ def record(name: str, hidden: bool, results: Sequence[CaseResult] = (), category
     return {"check": name, "hidden": hidden, "passed": not failed and category is None, "category": category,
             "cases": len(results) if cases is None else cases, "failed": len(failed), "guard": guard,
             "reached": sorted({name for r in results for name in r.reached}),
+            "replayed": sum(r.replayed for r in results),
             "shown": [{"label": r.label, "problem": r.problem, "hint": r.hint, "mistake": r.mistake}
                       for r in failed[:SHOWN_FAILURES]]}
 

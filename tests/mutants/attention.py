@@ -105,7 +105,8 @@ MUTANTS = [
            ((_RETURN_HEAD, "scores = q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1])\n"
                            "        if mask is not None:\n"
                            "            scores = scores + mask\n"
-                           "        weights = torch.softmax(scores, dim=-1)\n"
+                           "        e = (scores - scores.amax(dim=-1, keepdim=True)).exp()\n"
+                           "        weights = e / e.sum(dim=-1, keepdim=True)\n"
                            "        return weights @ v, weights"),), _T_HEAD, hint="Did you scale by sqrt(d_in)?"),
     Mutant("head swaps W_q and W_k", "attention-head",
            (("self.W_q(x), self.W_k(source)", "self.W_k(x), self.W_q(source)"),), _T_HEAD,

@@ -17,7 +17,8 @@ COPY_O = "mha.W_o.weight.copy_(W_o.T)"
 INLINE_D_MODEL = """scores = q @ k.transpose(-2, -1) / self.d_model ** 0.5
         if mask is not None:
             scores = scores + mask
-        weights = scores.softmax(dim=-1)
+        e = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+        weights = e / e.sum(dim=-1, keepdim=True)
         heads = weights @ v"""
 # parts of the mistakes' hints, the same in split_heads / merge_heads and in MultiHeadAttention
 SPLIT_NO_TRANSPOSE = "reshape straight to (batch, num_heads, seq, d_head)"
@@ -33,29 +34,29 @@ def _view_heads_first(var: str, layer: str, src: str) -> str:
 MUTANTS = [
     # split_heads
     Mutant("split: reshape without transpose", SPLIT,
-           ((RIGHT_SPLIT, "x.reshape(batch, num_heads, seq, d_head)"),), (T_SPLIT, T_MHA), hint=SPLIT_NO_TRANSPOSE),
+           ((RIGHT_SPLIT, "x.reshape(batch, num_heads, seq, d_head)"),), (T_SPLIT,), hint=SPLIT_NO_TRANSPOSE),
     Mutant("split: indivisible d_model accepted (features dropped)", SPLIT,
            (("if d_model % num_heads != 0:", "if False:"),
             ("return x.reshape(", "return x[..., : num_heads * d_head].reshape(")), (T_SPLIT,),
            hint="expected ValueError to be raised"),
     Mutant("split: heads mixed across the batch", SPLIT,
            ((".transpose(1, 2)", ".permute(2, 0, 1, 3).reshape(batch, num_heads, seq, d_head)"),),
-           (T_SPLIT, T_MHA), hint=BATCH_MIXED),
+           (T_SPLIT,), hint=BATCH_MIXED),
     Mutant("split: features dealt out to heads in turn", SPLIT,
-           ((RIGHT_SPLIT, "x.reshape(batch, seq, d_head, num_heads).permute(0, 3, 1, 2)"),), (T_SPLIT, T_MHA),
+           ((RIGHT_SPLIT, "x.reshape(batch, seq, d_head, num_heads).permute(0, 3, 1, 2)"),), (T_SPLIT,),
            hint="deals features out to heads in turn"),
     # the contract keeps the dtype
     Mutant("split: result cast to float32", SPLIT, ((RIGHT_SPLIT, RIGHT_SPLIT + ".float()"),), (T_SPLIT,),
            hint="expected dtype float64, got float32"),
     # merge_heads
     Mutant("merge: reshape without transposing back", MERGE,
-           ((RIGHT_MERGE, "x.reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA), hint=MERGE_NO_TRANSPOSE),
+           ((RIGHT_MERGE, "x.reshape(batch, seq, num_heads * d_head)"),), (T_MERGE,), hint=MERGE_NO_TRANSPOSE),
     Mutant("merge: features ordered (d_head, num_heads)", MERGE,
-           ((RIGHT_MERGE, "x.permute(0, 2, 3, 1).reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA),
+           ((RIGHT_MERGE, "x.permute(0, 2, 3, 1).reshape(batch, seq, num_heads * d_head)"),), (T_MERGE,),
            hint="Did you put the features in the order (d_head, num_heads)?"),
     Mutant("merge: heads mixed across the batch", MERGE,
            ((RIGHT_MERGE, "x.reshape(num_heads, batch, seq, d_head).permute(1, 2, 0, 3)"
-                          ".reshape(batch, seq, num_heads * d_head)"),), (T_MERGE, T_MHA), hint=BATCH_MIXED),
+                          ".reshape(batch, seq, num_heads * d_head)"),), (T_MERGE,), hint=BATCH_MIXED),
     # the contract leaves x unchanged: transpose_ swaps the caller's dimensions
     Mutant("merge: transpose_ in place", MERGE, (("x.transpose(1, 2)", "x.transpose_(1, 2)"),), (T_MERGE,),
            hint="changed its input"),

@@ -15,7 +15,7 @@ from torch import nn
 
 from .. import cases
 from ..cases import Case
-from ..kit import PARAMS, build, load_weights, parameter_table, run_modes
+from ..kit import ADD, PARAMS, build, load_weights, parameter_table, run_modes
 from ..runner import Probe, register
 
 _FORBID = ("torch.nn.functional.layer_norm", "torch.layer_norm", "torch.native_layer_norm")
@@ -92,9 +92,11 @@ def _made(cls: Any, case: Case) -> str:
 register(
     Probe("add_norm.layer_norm", forbid=_FORBID),
     Probe("add_norm.layer_norm_stability", forbid=_FORBID),
-    Probe("add_norm.layer_norm_module", call=_call_module, forbid=_FORBID),
-    Probe("add_norm.layer_norm_module_init", call=_init_report, forbid=_FORBID),
+    Probe("add_norm.layer_norm_module", call=_call_module, forbid=_FORBID, builds_on=("layer_norm",),
+          answer="LayerNorm"),
+    Probe("add_norm.layer_norm_module_init", call=_init_report, forbid=_FORBID, builds_on=("layer_norm",),
+          answer="LayerNorm"),
     Probe("add_norm.layer_norm_module_errors", call=_made),
-    Probe("add_norm.post_ln_residual"),
-    Probe("add_norm.pre_ln_residual"),
+    Probe("add_norm.post_ln_residual", forbid=ADD),
+    Probe("add_norm.pre_ln_residual", forbid=ADD),
 )

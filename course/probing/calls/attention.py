@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..cases import Case
-from ..kit import build, load_weights, parameter_table, run_modes
+from ..kit import SOFTMAX, build, load_weights, parameter_table, run_modes
 from ..runner import Probe, register
 
-_NO_FUSED = ("torch.nn.functional.scaled_dot_product_attention",)
+_NO_FUSED = ("torch.nn.functional.scaled_dot_product_attention", *SOFTMAX)
+_ON_SOFTMAX = dict(builds_on=("softmax",), answer="scaled_dot_product_attention")
 
 
 def _call_head(cls: Any, case: Case) -> Any:
@@ -19,12 +20,11 @@ def _call_head(cls: Any, case: Case) -> Any:
 
 
 register(
-    Probe("attention.softmax",
-          forbid=("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax",
-                  "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.Tensor.log_softmax")),
-    Probe("attention.sdpa", forbid=_NO_FUSED),
-    Probe("attention.sdpa_masked", forbid=_NO_FUSED),
-    Probe("attention.sdpa_fully_masked", forbid=_NO_FUSED),
-    Probe("attention.attention_head", call=_call_head),
+    Probe("attention.softmax", forbid=SOFTMAX),
+    Probe("attention.sdpa", forbid=_NO_FUSED, **_ON_SOFTMAX),
+    Probe("attention.sdpa_masked", forbid=_NO_FUSED, **_ON_SOFTMAX),
+    Probe("attention.sdpa_fully_masked", forbid=_NO_FUSED, **_ON_SOFTMAX),
+    Probe("attention.attention_head", call=_call_head, forbid=_NO_FUSED, builds_on=("scaled_dot_product_attention",),
+          answer="AttentionHead"),
     Probe("attention.attention_head_parameters", call=lambda cls, case: parameter_table(build(cls, *case.args))),
 )

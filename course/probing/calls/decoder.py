@@ -227,6 +227,9 @@ def _observe_parts(case: Case, raw: dict) -> dict:
                    TRANSFORMER_PS: distinct_ps(r["dropout ps"])} for mode, r in raw.items()}
 
 
+#: exercise 8.4's model holds exercise 8.3's decoder
+_ON_DECODER = dict(builds_on=("Decoder",), answer="Transformer")
+
 register(
     Probe("decoder.causal_mask", call=_call_mask, observe=_observe_mask,
           forbid=("torch.nn.Transformer.generate_square_subsequent_mask",)),
@@ -235,8 +238,9 @@ register(
     Probe("decoder.decoder_only_layer", call=_call_layer),
     Probe("decoder.decoder_layer_structure", call=_call_layer_layout, observe=_observe_layer_layout),
     Probe("decoder.decoder_layer_dropout", call=_call_dropout),
-    Probe("decoder.decoder", call=_call_decoder),
-    Probe("decoder.decoder_structure", call=_call_decoder_layout, observe=_observe_decoder_layout),
-    Probe("decoder.transformer", call=_call_transformer),
-    Probe("decoder.transformer_encode_decode", call=_call_parts, observe=_observe_parts),
+    Probe("decoder.decoder", call=_call_decoder, builds_on=("DecoderLayer",), answer="Decoder"),
+    Probe("decoder.decoder_structure", call=_call_decoder_layout, observe=_observe_decoder_layout,
+          builds_on=("DecoderLayer",), answer="Decoder"),
+    Probe("decoder.transformer", call=_call_transformer, **_ON_DECODER),
+    Probe("decoder.transformer_encode_decode", call=_call_parts, observe=_observe_parts, **_ON_DECODER),
 )

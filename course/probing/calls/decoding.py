@@ -169,6 +169,8 @@ def _new_call(cls: Any, case: Case) -> Any:
         return {"parameters": parameter_table(module), "bias": module.bias}
 
 
+#: exercise 9.4 samples from exercise 9.3's filtered logits
+_ON_FILTERS = dict(builds_on=("top_k_filter", "top_p_filter"), answer="sample")
 _LSM_FORBID = ("torch.log_softmax", "torch.Tensor.log_softmax", "torch.nn.functional.log_softmax",
                "torch.logsumexp", "torch.Tensor.logsumexp", "torch.special.log_softmax")
 
@@ -232,11 +234,11 @@ register(
     Probe("decoding.log_softmax", forbid=_LSM_FORBID),
     Probe("decoding.top_k_filter"),
     Probe("decoding.top_p_filter"),
-    Probe("decoding.sample", call=_sample_call),
-    Probe("decoding.sample_distribution", call=_draws, observe=_frequencies),
-    Probe("decoding.sample_support", call=_draws, observe=_frequencies),
-    Probe("decoding.generate", call=_gen_call),
-    Probe("decoding.beam_search"),
+    Probe("decoding.sample", call=_sample_call, **_ON_FILTERS),
+    Probe("decoding.sample_distribution", call=_draws, observe=_frequencies, **_ON_FILTERS),
+    Probe("decoding.sample_support", call=_draws, observe=_frequencies, **_ON_FILTERS),
+    Probe("decoding.generate", call=_gen_call, builds_on=("sample",), answer="generate"),
+    Probe("decoding.beam_search", builds_on=("log_softmax",), answer="beam_search"),
     Probe("decoding.cached_attention", call=_call_no_grad),
     Probe("decoding.decode_step", call=_call_no_grad),
 )

@@ -125,7 +125,7 @@ _NO_LOOKUP = ("torch.nn.functional.one_hot", "torch.nn.functional.embedding")
 register(
     Probe("embedding.one_hot", forbid=_NO_ONE_HOT),
     Probe("embedding.one_hot_errors", call=_call_one_hot_errors, forbid=_NO_ONE_HOT, observe=clear_error),
-    Probe("embedding.embed_one_hot", forbid=_NO_LOOKUP),
+    Probe("embedding.embed_one_hot", forbid=_NO_LOOKUP, builds_on=("one_hot",), answer="embed_one_hot"),
     Probe("embedding.embed_lookup", forbid=_NO_LOOKUP),
     Probe("embedding.embedding_forward", forbid=("torch.nn.functional.embedding",),
           call=lambda cls, c: run_modes(build_module(cls, c), lambda m, ids: m(ids), *c.args)),

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..cases import Case
-from ..kit import PARAMS, build, count, load_weights, parameters, run_modes, with_count
+from ..kit import ADD, PARAMS, build, count, load_weights, parameters, run_modes, with_count
 from ..runner import Probe, register
 
 #: the keys of the raw reports the parameter checks return
@@ -149,16 +149,26 @@ def _encoder_report(cls: Any, case: Case) -> dict[str, Any]:
     return {PARAMS: before, AFTER: parameters(module), ENCODER_P: [layer.dropout.p for layer in module.layers]}
 
 
+#: the layers' own products: a fused matrix product with the bias is not the exercise (7.1, 7.2)
+_NO_ADDMM = ("torch.addmm",)
+#: the encoder's final norm is its LayerNorm module (7.4)
+_NO_FUNCTIONAL_NORM = ("torch.nn.functional.layer_norm", "torch.layer_norm")
+#: exercise 7.3's layer holds exercise 7.1's network
+_ON_FFN = dict(builds_on=("FeedForward",), answer="EncoderLayer")
+
 register(
-    Probe("feed_forward.ffn_forward", call=_run_ffn),
+    Probe("feed_forward.ffn_forward", call=_run_ffn, forbid=_NO_ADDMM),
     Probe("feed_forward.ffn_layers", call=_ffn_report, observe=with_count),
-    Probe("feed_forward.ffn_dropout", call=_run_ffn),
+    Probe("feed_forward.ffn_dropout", call=_run_ffn, forbid=_NO_ADDMM),
     Probe("feed_forward.ffn_errors", call=_made_ffn),
-    Probe("feed_forward.swiglu_forward", call=_run_swiglu),
+    Probe("feed_forward.swiglu_forward", call=_run_swiglu, forbid=_NO_ADDMM),
     Probe("feed_forward.swiglu_layers", call=_swiglu_report, observe=with_count),
-    Probe("feed_forward.encoder_layer", call=_run_layer),
-    Probe("feed_forward.encoder_layer_parameters", call=_layer_report, observe=with_count),
-    Probe("feed_forward.encoder_layer_dropout", call=_run_layer),
-    Probe("feed_forward.encoder", call=_run_encoder),
-    Probe("feed_forward.encoder_parameters", call=_encoder_report, observe=_encoder_facts),
+    Probe("feed_forward.encoder_layer", call=_run_layer, forbid=ADD, **_ON_FFN),
+    Probe("feed_forward.encoder_layer_parameters", call=_layer_report, observe=with_count, **_ON_FFN),
+    Probe("feed_forward.encoder_layer_dropout", call=_run_layer, forbid=ADD, **_ON_FFN),
+    Probe("feed_forward.encoder", call=_run_encoder, forbid=_NO_FUNCTIONAL_NORM, builds_on=("EncoderLayer",),
+          answer="Encoder"),
+    Probe("feed_forward.encoder_parameters", call=_encoder_report, observe=_encoder_facts,
+          builds_on=("EncoderLayer",),
+          answer="Encoder"),
 )

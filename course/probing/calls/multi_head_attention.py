@@ -16,8 +16,13 @@ from torch import nn
 from course.reference.attention import AttentionHead
 
 from ..cases import Case, module_from_state, module_state, transportable
-from ..kit import build, load_weights, parameter_table, run_modes
+from ..kit import SOFTMAX, build, load_weights, parameter_table, run_modes
 from ..runner import Probe, register
+
+#: chapter 4's attention is done here with its answers (or its stand-in), not PyTorch's
+_NO_FUSED = ("torch.nn.functional.scaled_dot_product_attention", *SOFTMAX)
+#: exercise 5.3 splits and merges the heads with exercises 5.1 and 5.2
+_ON_HEADS = dict(builds_on=("split_heads", "merge_heads"), answer="MultiHeadAttention")
 
 LAYERS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -109,11 +114,11 @@ def _observe_from_heads(case: Case, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 register(
-    Probe("multi_head_attention.split_heads"),
-    Probe("multi_head_attention.merge_heads"),
+    Probe("multi_head_attention.split_heads", forbid=("torch.Tensor.unflatten", "torch.unflatten")),
+    Probe("multi_head_attention.merge_heads", forbid=("torch.Tensor.unbind", "torch.unbind")),
     Probe("multi_head_attention.mha_layers", call=_call_layers),
-    Probe("multi_head_attention.mha_self_attention", call=_call_mha),
-    Probe("multi_head_attention.mha_cross_attention", call=_call_mha),
-    Probe("multi_head_attention.mha_input_widths", call=_call_mha),
+    Probe("multi_head_attention.mha_self_attention", call=_call_mha, forbid=_NO_FUSED, **_ON_HEADS),
+    Probe("multi_head_attention.mha_cross_attention", call=_call_mha, forbid=_NO_FUSED, **_ON_HEADS),
+    Probe("multi_head_attention.mha_input_widths", call=_call_mha, forbid=_NO_FUSED, **_ON_HEADS),
     Probe("multi_head_attention.multi_head_from_heads", call=_call_from_heads, observe=_observe_from_heads),
 )

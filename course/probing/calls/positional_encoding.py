@@ -18,6 +18,11 @@ from ..cases import Case
 from ..kit import build, parameter_table, run_modes
 from ..runner import Probe, register
 
+#: exercise 3.3 builds its table with exercise 3.1's function
+_ON_THE_TABLE = dict(builds_on=("sinusoidal_encoding",), answer="PositionalEncoding")
+#: the table is written with sines and cosines, not complex numbers
+_NO_COMPLEX = ("torch.polar", "torch.view_as_complex")
+
 # Module cases (positional_encoding*): args are what forward() is called with (x); meta holds the
 # constructor's arguments, {"d_model": d, "config": {"max_len": ..., "base": ...}} (keywords where set).
 
@@ -84,14 +89,16 @@ def _call_buffers(cls: Any, case: Case) -> dict[str, Any]:
 
 
 register(
-    Probe("positional_encoding.sinusoidal_encoding_hand"),
-    Probe("positional_encoding.sinusoidal_encoding"),
-    Probe("positional_encoding.sinusoidal_encoding_long", call=_long_rows),
-    Probe("positional_encoding.sinusoidal_encoding_odd"),
+    Probe("positional_encoding.sinusoidal_encoding_hand", forbid=_NO_COMPLEX),
+    Probe("positional_encoding.sinusoidal_encoding", forbid=_NO_COMPLEX),
+    Probe("positional_encoding.sinusoidal_encoding_long", call=_long_rows, forbid=_NO_COMPLEX),
+    Probe("positional_encoding.sinusoidal_encoding_odd", forbid=_NO_COMPLEX),
     Probe("positional_encoding.offset_matrix"),
     Probe("positional_encoding.offset_matrix_far"),
     Probe("positional_encoding.offset_matrix_shift", observe=_shift_observe),
-    Probe("positional_encoding.positional_encoding", call=_call_forward, observe=_observe),
-    Probe("positional_encoding.positional_encoding_too_long", call=_call_forward, observe=_observe),
-    Probe("positional_encoding.positional_encoding_buffer", call=_call_buffers),
+    Probe("positional_encoding.positional_encoding", call=_call_forward, observe=_observe, forbid=_NO_COMPLEX,
+          **_ON_THE_TABLE),
+    Probe("positional_encoding.positional_encoding_too_long", call=_call_forward, observe=_observe,
+          forbid=_NO_COMPLEX, **_ON_THE_TABLE),
+    Probe("positional_encoding.positional_encoding_buffer", call=_call_buffers, forbid=_NO_COMPLEX, **_ON_THE_TABLE),
 )

@@ -109,14 +109,22 @@ def new_list(raw: dict, args: tuple, item: type, what: str) -> Any:
     return out
 
 
+#: the earlier answers each exercise calls (`runner.Probe.builds_on`), and the exercise's own answer
+_BUILDS_ON = {"merge_pair": (), "train_bpe": ("merge_pair",), "bpe_encode": ("merge_pair",),
+              "char": (), "bpe_tokenizer": ("train_bpe", "bpe_encode")}
+_ANSWER = {"char": "CharTokenizer", "bpe_tokenizer": "BPETokenizer"}
+
 register(
-    *(Probe(f"tokenizing.{name}", call=_call_function, observe=result_of(function))
+    *(Probe(f"tokenizing.{name}", call=_call_function, observe=result_of(function),
+            builds_on=_BUILDS_ON[function], answer=function)
       for function, names in (("merge_pair", ("merge_pair",)),
                               ("train_bpe", ("train_bpe", "train_bpe_ties", "train_bpe_random")),
                               ("bpe_encode", ("bpe_encode", "bpe_encode_random")))
       for name in names),
-    *(Probe(f"tokenizing.{kind}_{op}", call=_call_tokenizer, observe=tokenizer_facts)
+    *(Probe(f"tokenizing.{kind}_{op}", call=_call_tokenizer, observe=tokenizer_facts, builds_on=_BUILDS_ON[kind],
+            answer=_ANSWER[kind])
       for kind in ("char", "bpe_tokenizer") for op in ("vocab", "encode", "decode")),
-    *(Probe(f"tokenizing.byte_bpe_{op}", call=_call_byte, observe=tokenizer_facts)
+    *(Probe(f"tokenizing.byte_bpe_{op}", call=_call_byte, observe=tokenizer_facts,
+            builds_on=("train_bpe", "bpe_encode"), answer="ByteBPETokenizer")
       for op in ("vocab", "encode", "decode")),
 )

@@ -89,8 +89,9 @@ def _gqa_made(cls: Any, case: Case) -> str:
 FORBID = ("torch.nn.functional.scaled_dot_product_attention",)
 
 register(
-    Probe("modern.gqa", call=_gqa, forbid=FORBID),
-    Probe("modern.gqa_cache", call=_gqa_cached, forbid=FORBID),
+    Probe("modern.gqa", call=_gqa, forbid=FORBID, builds_on=("apply_rope",), answer="GroupedQueryAttention"),
+    Probe("modern.gqa_cache", call=_gqa_cached, forbid=FORBID, builds_on=("apply_rope",),
+          answer="GroupedQueryAttention"),
     Probe("modern.gqa_parameters", call=_gqa_table, observe=with_count),
     Probe("modern.gqa_errors", call=_gqa_made),
 )

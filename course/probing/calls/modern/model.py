@@ -49,6 +49,9 @@ def _layer_table(cls: Any, case: Case) -> dict[str, Any]:
 
 
 # -------------------------------------------------------------- ModernLM ---
+
+#: exercise 11.7's model holds exercise 11.6's layers and exercise 11.1's norm
+_ON_LAYERS = dict(builds_on=("ModernDecoderLayer", "RMSNorm"), answer="ModernLM")
 # meta: config (every field of ModernConfig); weights (the output layer's only when untied); chunks
 # (lm_cache only). lm_parameters: config only.
 
@@ -95,9 +98,11 @@ def _lm_facts(case: Case, raw: dict) -> dict:
 
 
 register(
-    Probe("modern.layer", call=_layer),
-    Probe("modern.layer_parameters", call=_layer_table, observe=with_count),
-    Probe("modern.lm", call=_lm),
-    Probe("modern.lm_cache", call=_lm),
-    Probe("modern.lm_parameters", call=_lm_table, observe=_lm_facts),
+    Probe("modern.layer", call=_layer, builds_on=("RMSNorm", "GroupedQueryAttention"), answer="ModernDecoderLayer"),
+    Probe("modern.layer_parameters", call=_layer_table, observe=with_count,
+          builds_on=("RMSNorm", "GroupedQueryAttention"),
+          answer="ModernDecoderLayer"),
+    Probe("modern.lm", call=_lm, **_ON_LAYERS),
+    Probe("modern.lm_cache", call=_lm, **_ON_LAYERS),
+    Probe("modern.lm_parameters", call=_lm_table, observe=_lm_facts, **_ON_LAYERS),
 )
