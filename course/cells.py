@@ -185,12 +185,20 @@ def exported_code(nb: Mapping[str, Any]) -> str:
     return "\n\n\n".join(b for b in blocks if b) + "\n"
 
 
+def _root(node: ast.expr) -> str | None:
+    """The name an attribute chain starts from (``torch`` for ``torch.nn.functional``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def uses_of(source: str, dotted: Sequence[str]) -> list[str]:
     """The names in `dotted` (``"torch.softmax"``, ``"torch.Tensor.softmax"``) that `source` may
     call: an attribute or an imported name that contains that last name (``torch.softmax(x)``,
     ``F.softmax(x)``, ``x.softmax(-1)``, ``torch._softmax(x, -1, False)``, ``from torch import
     softmax as s``), whatever the module's alias; or, for any of them, PyTorch's low-level doors
-    (``torch.ops``, ``torch._C``) and ``getattr`` with a string. A function of the student's own of
+    (``torch.ops``, ``torch._C``) and ``getattr`` on a module (``getattr(torch, "soft" + "max")``;
+    ``getattr(head, name)`` on the student's own objects is not one). A function of the student's own of
     that name (``def softmax``, ``softmax(x)``) is not one, nor one imported from the course's own
     modules (``from course.reference.attention import scaled_dot_product_attention``). What the
     grader flags for a person to read: a name used is not proof of a forbidden call, nor its absence
@@ -203,6 +211,9 @@ def uses_of(source: str, dotted: Sequence[str]) -> list[str]:
     names |= {a.name.rpartition(".")[2] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
               and not (isinstance(n, ast.ImportFrom) and (n.module or "").startswith("course."))
               for a in n.names}   # the course's own pieces (chapter 4's scaled_dot_product_attention) are not PyTorch's
+    modules = {"torch", "nn", "F", "functional"} | {a.asname or a.name.partition(".")[0] for n in ast.walk(tree)
+                                                    if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     doors = bool(names & {"ops", "_C"}) or any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" for n in ast.walk(tree))
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" and n.args
+        and _root(n.args[0]) in modules for n in ast.walk(tree))
     return [name for name in dotted if doors or any(name.rpartition(".")[2] in n for n in names)]

@@ -222,4 +222,7 @@ def test_the_solutions_name_no_function_their_checks_forbid_and_a_forbidden_call
     assert "torch.softmax" in judge.forbidden_uses(test, ["_sm = torch.softmax", "softmax = lambda x, d: _sm(x, d)"])
     assert "torch.softmax" in judge.forbidden_uses(test, ["def softmax(x, d):\n    return torch._softmax(x, d, False)"])
     assert "torch.softmax" in judge.forbidden_uses(test, ["f = torch.ops.aten.something"])
+    assert "torch.softmax" in judge.forbidden_uses(test, ['f = getattr(torch, "soft" + "max")'])
+    assert "torch.softmax" in judge.forbidden_uses(test, ['import torch as t\nf = getattr(t.special, "soft" + "max")'])
+    assert judge.forbidden_uses(test, ["w = [getattr(head, name).weight for head in heads]"]) == []
     assert judge.forbidden_uses('check("introduction.linear_rows", f)', ["def softmax(x, d):\n    return x"]) == []
