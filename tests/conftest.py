@@ -3,6 +3,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from course.protocol import SECRET_ENV
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/submissions.py and tests/mutants/
@@ -10,3 +12,26 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/submissions.py and tests
 # Grading runs in the tests use a secret of their own, never the instructor's
 # (~/.config/transformer-course/grading-secret); `grade` creates it on first use.
 os.environ.setdefault(SECRET_ENV, str(Path(tempfile.mkdtemp(prefix="course-tests-")) / "grading-secret"))
+
+_DEEPEST_KEPT = 64  # folders below this depth in a test's tmp folder are cut at the end of the session
+
+
+def _cut_deep_chains(top: Path, depth: int = 0) -> None:
+    """Remove every folder deeper than `_DEEPEST_KEPT` below `top`, without recursion at the cut."""
+    from autograder.cleanup import remove_tree
+
+    with os.scandir(top) as entries:
+        folders = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    for folder in folders:
+        if depth >= _DEEPEST_KEPT:
+            remove_tree(folder)
+        else:
+            _cut_deep_chains(folder, depth + 1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_deep_chains_left(tmp_path_factory):
+    """The hostile tests build folder chains thousands deep; pytest later deletes old tmp folders
+    with a recursive rmtree that dies on them (RecursionError), so each session cuts its own."""
+    yield
+    _cut_deep_chains(tmp_path_factory.getbasetemp())
