@@ -43,7 +43,7 @@ CHAPTERS = all_chapters()
 #: order their files declare them (every third, and at most about REAL_MOST per chapter, which keeps
 #: the suite within its time budget as chapters grow); test_checks runs every mutant in process, on
 #: every seed
-REAL_SHARE, REAL_MOST = 3, 12
+REAL_SHARE, REAL_MOST = 3, 6
 
 
 def real_graded(topic: str) -> list:
@@ -287,8 +287,9 @@ def test_a_notebook_whose_every_function_loops_costs_its_budget_not_a_cell_limit
     budget = chapter_limits(ch).notebook_seconds
     checks = {c.check.qualified_name for calls in cells_of(ch).values() for c in calls}
     assert budget <= 90, f"{ch.id}'s budget of {budget} s is no longer about a minute"
+    # a looping case stops after CASE_SECONDS of processor time: twice that on the clock, sharing a core
     assert note["seconds"] <= budget + GuardedExecute.interrupt_grace_seconds.default_value + 10 \
-        + len(checks) * runner.CASE_SECONDS, note
+        + len(checks) * 2 * runner.CASE_SECONDS, note
     assert note["cells_not_run"], note
     row = result.rows[LOOPING]
     assert float(row["score"]) == 0 and "time budget" in row["status"], row

@@ -195,7 +195,7 @@ def test_a_looping_answer_is_given_up_per_case_and_not_run_again(tmp_path, monke
     def linear_rows(x, W, b):
         while True:
             try:
-                time.sleep(0.01)
+                sum(range(10_000))
             except Exception:
                 pass
     name = "introduction.linear_rows"
@@ -207,3 +207,39 @@ def test_a_looping_answer_is_given_up_per_case_and_not_run_again(tmp_path, monke
     for hidden in (False, True):
         verdict = framework.judge_record(name, hidden, 11, (tmp_path / record_name(name, hidden)).read_text())
         assert not verdict.passed and "does it loop forever?" in verdict.text
+
+
+def test_a_case_is_timed_by_the_processor_time_it_uses_not_by_the_clock(tmp_path, monkeypatch):
+    """On a loaded machine a kernel waits for a core: waiting costs a case nothing. A correct answer that
+    waits longer than `runner.CASE_SECONDS` on each call passes; so does one whose first call imports a
+    module that computes for longer than that (torch's first optimiser imports torch._dynamo), and the
+    module is whole afterwards: a case is never stopped half-way through an import."""
+    import sys
+    import time
+
+    from course.checks import framework
+    from course.probing import runner
+    from course.reference.introduction import linear_rows as reference
+
+    monkeypatch.setattr(runner, "CASE_SECONDS", 0.3)
+    (tmp_path / "slow_to_import.py").write_text(
+        "import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.6:\n    pass\nWHOLE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def waits(x, W, b):
+        time.sleep(0.4)
+        return reference(x, W, b)
+
+    def imports(x, W, b):
+        import slow_to_import
+        return reference(x, W, b) if slow_to_import.WHOLE else None
+
+    name = "introduction.linear_rows"
+    for answer in (waits, imports):
+        probes = tmp_path / answer.__name__
+        probes.mkdir()
+        framework.write_cases(probes, [(name, False)], 11)
+        runner.record(name, answer, False, probes)
+        verdict = framework.judge_record(name, False, 11, (probes / record_name(name, False)).read_text())
+        assert verdict.passed, (answer.__name__, verdict.text)
+    assert sys.modules["slow_to_import"].WHOLE
