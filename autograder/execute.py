@@ -24,7 +24,7 @@
   student's cells took: a long training cell left in a notebook costs time,
   not the grade. A notebook whose every function loops forever costs the
   budget, plus a few seconds per check (the kernel's checks give up on a
-  call after `course.probing.runner.CASE_SECONDS`).
+  call after `course.probing.runner.CASE_SECONDS` of processor time).
 * A kernel that ignores the interrupt at a cell's time limit (it ignores
   SIGINT, or broke the machinery that answers) would hold the notebook
   until the wall clock: after `interrupt_grace_seconds` without an answer
