@@ -17,7 +17,8 @@ whose file is not from the grading that made its autograded notebook) keeps
 its scores, and each point it lost has the reason `NO_RECORD`. (Grading the
 class again regrades it: the judge is part of what a grade depends on.)
 Written as ``report/index.html`` (one page: figures, and
-the three most common reasons per exercise), ``report/exercises.csv`` (the
+the three most common reasons per exercise, and which students' answers were judged on
+their own earlier pieces, which differ from the answer), ``report/exercises.csv`` (the
 table, with the most common reason) and one score histogram and
 one pass-rate chart per chapter as PNG.
 """
@@ -74,6 +75,9 @@ class Exercise:
     scores: list[float] = field(default_factory=list)
     reasons: Counter = field(default_factory=Counter)
     flagged: dict[str, list[str]] = field(default_factory=dict)  # student: forbidden functions the answer names
+    #: {earlier pieces: students}: whose answers were judged on their own earlier pieces' outputs, as
+    #: those pieces differ from the reference (their mistake is charged in those pieces' exercises)
+    replayed_on: Counter = field(default_factory=Counter)
 
     @property
     def mean(self) -> float:
@@ -147,6 +151,15 @@ def graded_cells(out: Path, student: str, assignment: str,
     return cells
 
 
+def replayed_on(checks: list[dict] | None) -> set[str]:
+    """The earlier pieces on whose outputs a test cell's checks judged some of its cases (`record`'s
+    "replayed_on"): the student's own pieces, which differ from the reference."""
+    if not isinstance(checks, list):
+        return set()
+    return {c["replayed_on"] for c in checks if isinstance(c, dict) and c.get("replayed")
+            and isinstance(c.get("replayed_on"), str) and c["replayed_on"]}
+
+
 def _reason(cell: list[dict] | str | None, awaits_manual_grading: bool) -> str:
     """Why an exercise lost points: a written answer's fate, `NO_RECORD`, or the test cell's
     `failure_reason` (`OTHER` for a cell the autograded notebook lacks, or no notebook at all)."""
@@ -183,9 +196,10 @@ def collect(out: Path) -> tuple[dict[str, list[float]], dict[str, float], list[E
             where = (row["student_id"], row["assignment"])
             if where not in recorded:
                 recorded[where] = _recorded(out, *where, row["notebook"])
-            flagged = (recorded[where].get(row["grade_id"]) or {}).get("flagged")
-            if flagged:
-                ex.flagged[row["student_id"]] = flagged
+            cell = recorded[where].get(row["grade_id"]) or {}
+            if cell.get("flagged"):
+                ex.flagged[row["student_id"]] = cell["flagged"]
+            ex.replayed_on.update(replayed_on(cell.get("checks")))
             if score < ex.max_score:
                 where = (row["student_id"], row["assignment"])
                 if where not in graded:
@@ -283,11 +297,15 @@ def write_report(out: Path) -> Path:
             flags = ("<p>Answers that name a function this exercise forbids (read them): " + ", ".join(
                 f"{html.escape(who)} ({html.escape(', '.join(names))})" for who, names in sorted(ex.flagged.items()))
                 + "</p>") if ex.flagged else ""  # the judge cannot tell how a result was made: a person can
+            replays = "".join(
+                f"<p>Judged on the student's own {html.escape(pieces)} (which differ from the answer and lose "
+                f"their points in their own exercise): {n} student{'s' * (n != 1)}</p>"
+                for pieces, n in sorted(ex.replayed_on.items()))
             name = html.escape(titles.get(ex.grade_id, ""))
             parts.append(f"<tr><td>{name + '<br>' if name else ''}<code>{html.escape(ex.grade_id)}</code></td>"
                          f"<td class='n'>{ex.mean:.2f} / "
                          f"{ex.max_score:g}</td><td class='n'>{100 * ex.full_share:.0f}%</td>"
-                         f"<td>{f'<ol>{reasons}</ol>' if reasons else '—'}{flags}</td></tr>")
+                         f"<td>{f'<ol>{reasons}</ol>' if reasons else '—'}{flags}{replays}</td></tr>")
         parts.append("</table>")
     page = folder / "index.html"
     page.write_text("\n".join(parts) + "\n")

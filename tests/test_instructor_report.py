@@ -101,3 +101,27 @@ def test_reasons_are_read_from_the_judges_records_and_a_notebook_without_them_ke
                        "test-scores": Counter({NOT_ATTEMPTED: 1, NO_RECORD: 2})}
     assert {ex.grade_id: sorted(ex.scores) for ex in exercises} == {"test-softmax": [1.0] * 3,
                                                                     "test-scores": [0.0] * 3}
+
+
+def test_cases_judged_on_a_students_own_earlier_pieces_are_attributed_to_those_pieces(tmp_path):
+    """A cell whose cases passed on replay (the student's earlier piece differs from the answer, and is
+    charged in its own exercise) is full marks; the report names the earlier pieces and how many
+    students' answers were judged on them, under the later exercise."""
+    pieces = "split_heads or merge_heads"
+    replayed = CaseResult("x", None, f"your {pieces}", replayed=True)
+    students = {"1001": [replayed, CaseResult("y", None)], "1002": [CaseResult("y", None)], "1003": [replayed]}
+    write_csvs(tmp_path, [Row(s, CH, 2.0, 2.0, "graded") for s in students],
+               [[s, CH, CH, "test-mha", 2.0, 2.0] for s in students])
+    for student, results in students.items():
+        (shown,) = graded_notebook(tmp_path, student, {"test-mha": "✓\n"})
+        checks = [record("multi_head_attention.forward", True, results)]
+        assert checks[0]["replayed_on"] == (pieces if replayed in results else "")
+        data = {"format": 1, "student": student, "assignment": CH, "notebook": CH,
+                "cells": {"test-mha": {"digest": report_digest(shown.outputs), "checks": checks}}}
+        path = verdicts_path(tmp_path / "nbgrader" / STATUS_DIR, student, CH)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data))
+    (ex,) = collect(tmp_path)[2]
+    assert ex.replayed_on == Counter({pieces: 2}) and ex.reasons == Counter()
+    assert f"Judged on the student's own {pieces} (which differ" in write_report(tmp_path).read_text()
+    assert "): 2 students</p>" in write_report(tmp_path).read_text()

@@ -87,7 +87,7 @@ def test_a_checks_verdict_carries_the_same_verdict_as_data():
     good = framework.judge_record(NAME, False, None, recorded(linear_rows))
     assert good == (True, good.text) and good.record == {
         "check": NAME, "hidden": False, "passed": True, "category": None, "cases": 2, "failed": 0, "guard": False,
-        "reached": [], "replayed": 0, "shown": []}
+        "reached": [], "replayed": 0, "replayed_on": "", "shown": []}
     no_bias = framework.judge_record(NAME, False, None, recorded(lambda x, w, b: x @ w))
     record = no_bias.record
     assert not no_bias.passed and (record["passed"], record["category"], record["failed"]) == (False, None, 2)

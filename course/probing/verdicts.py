@@ -341,6 +341,7 @@ def record(name: str, hidden: bool, results: Sequence[CaseResult] = (), category
          "cases": how many, "failed": how many, "guard": the check is a guard (`course.protocol.counted`),
          "reached": the forbidden functions its calls reached, whether refused or let run,
          "replayed": how many cases passed on the student's own earlier pieces' outputs (`evaluate`),
+         "replayed_on": those earlier pieces ("split_heads or merge_heads"; "" when none was),
          "shown": [{"label", "problem", "hint", "mistake": the hint is a known mistake's}, ...]}
 
     `shown` holds the failed cases a report details (`SHOWN_FAILURES`); `cases`
@@ -352,6 +353,7 @@ def record(name: str, hidden: bool, results: Sequence[CaseResult] = (), category
             "cases": len(results) if cases is None else cases, "failed": len(failed), "guard": guard,
             "reached": sorted({name for r in results for name in r.reached}),
             "replayed": sum(r.replayed for r in results),
+            "replayed_on": next((r.hint.removeprefix("your ") for r in results if r.replayed), ""),
             "shown": [{"label": r.label, "problem": r.problem, "hint": r.hint, "mistake": r.mistake}
                       for r in failed[:SHOWN_FAILURES]]}
 
