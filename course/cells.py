@@ -33,17 +33,13 @@ judge's, which decides what is graded:
 * calls come in the order `ast.walk` visits them (breadth first: a call inside a
   loop comes after the cell's top-level calls), with the line each starts on.
 
-Before this module, four parsers disagreed on the edges: the student-mode check
-counted calls whatever their first argument; the learner's collector ignored
-attribute calls, calls with any keyword (``hidden=False`` included) and calls
-with more than two positional arguments; the tests' own reader ignored attribute
-calls and crashed on a computed name or a non-constant ``hidden=``. All now follow
-the rule above.
+The student's self-check, the learner's collector, the grader and the tests all
+read test cells through this module, so they agree on these edges.
 
 Hidden-test markers are recognised as nbgrader does: any line that contains
 `HIDDEN_BEGIN` opens a hidden block, the first line after it (or the same line)
-that contains `HIDDEN_END` closes it (the lint used to want ``### `` before
-the markers). `hidden_lines` reads an unclosed block as
+that contains `HIDDEN_END` closes it (no ``### `` needed before the markers).
+`hidden_lines` reads an unclosed block as
 running to the end of the source (what must never be shown); `hidden_code` takes
 closed blocks only (what the lint accepts as hidden tests), each dedented on its own.
 
