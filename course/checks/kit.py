@@ -32,6 +32,22 @@ NEG_INF = float("-inf")
 
 # -------------------------------------------------------------- inputs ---
 
+def grown(rng: np.random.Generator, n: int, most: int = 4) -> int:
+    """n plus an even offset drawn from 0..most (an odd size stays odd); sizes 0 and 1, edge cases, stay."""
+    return n if n <= 1 else n + 2 * int(rng.integers(0, most // 2 + 1))
+
+
+def drawn_shape(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape like `shape`, every size above 1 `grown`: each case's kind (the number of dimensions, sizes of 1,
+    odd sizes, a wide last axis) stays, its sizes change with the seed."""
+    return tuple(grown(rng, n) for n in shape)
+
+
+def drawn_p(rng: np.random.Generator, p: float | None) -> float | None:
+    """A dropout probability moved by -0.05, 0 or 0.05 (drawn); None (not passed) and 0 stay."""
+    return p if not p else round(p + float(rng.choice([-0.05, 0.0, 0.05])), 2)
+
+
 def randn(rng: np.random.Generator, *shape: int) -> torch.Tensor:
     """A float32 tensor of standard normal values drawn from `rng`."""
     return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))

@@ -112,9 +112,9 @@ def _encode(x: Any, depth: int = 0) -> Any:
         raise TypeError("a case nested too deeply")
     if isinstance(x, torch.Tensor):
         return {"__tensor__": plain._encode(x.detach().cpu().float() if x.dtype == torch.bfloat16 else x),
-                "dtype": str(x.dtype).removeprefix("torch."), "grad": x.requires_grad}
+                "dtype": plain.dtype_name(x.dtype), "grad": x.requires_grad}
     if isinstance(x, torch.dtype):
-        return {"__dtype__": str(x).removeprefix("torch.")}
+        return {"__dtype__": plain.dtype_name(x)}
     if isinstance(x, torch.device):
         return {"__device__": str(x)}
     if isinstance(x, (set, frozenset)):

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from .pieces import TRACED
+from .plain import dtype_name
 
 
 def build(cls: Callable[..., nn.Module], *args: Any, **kwargs: Any) -> nn.Module:
@@ -86,7 +87,7 @@ def run_modes(module: nn.Module, forward: Callable[..., Any], *inputs: Any) -> d
 
 def parameter_table(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]:
     """{parameter name: (shape, dtype)}: what the contract says a module holds."""
-    return {name: (tuple(p.shape), str(p.dtype).removeprefix("torch."))
+    return {name: (tuple(p.shape), dtype_name(p.dtype))
             for name, p in module.named_parameters()}
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .plain import Raised, raised, to_plain
+from .plain import Raised, dtype_name, raised, to_plain
 
 #: set on the classes `tracing` makes: `kit.load_weights` forgives a traced piece its own layout
 TRACED = "_course_traced_piece"
@@ -112,7 +112,7 @@ class _Ordinals:
 def layout(module: nn.Module) -> dict[str, list]:
     """A module's parameters and buffers, {name: [shape, dtype, "parameter" or "buffer"]}, and its
     dropout layers, {name: [p, None, "dropout"]}: what a later exercise reads of a piece it holds."""
-    tensors = {n: [list(t.shape), str(t.dtype).removeprefix("torch."), kind]
+    tensors = {n: [list(t.shape), dtype_name(t.dtype), kind]
                for kind, named in (("parameter", module.named_parameters()), ("buffer", module.named_buffers()))
                for n, t in named}
     return {**tensors, **{n: [m.p, None, "dropout"] for n, m in module.named_modules()

@@ -39,6 +39,11 @@ class Raised:
         return f"{self.names[0]}: {self.message}" if self.message else self.names[0]
 
 
+def dtype_name(dtype: Any) -> str:
+    """'float32' for torch.float32: a dtype as the records write it."""
+    return str(dtype).removeprefix("torch.")
+
+
 def raised(exc: BaseException) -> Raised:
     names = tuple(c.__name__ for c in type(exc).__mro__ if c not in (object, BaseException))
     return Raised(names or ("BaseException",), str(exc)[:500])

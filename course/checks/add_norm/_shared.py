@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ..framework import NOT_APPLICABLE, Case, Mistake, mismatch
-from ..kit import variant, randn
+from ..kit import drawn_shape, grown, randn, variant  # noqa: F401  (this package's checks import them from here)
 from course.probing.plain import to_plain
 
 EPS = 1e-5
@@ -20,17 +20,6 @@ RTOL, ATOL = 1e-4, 1e-4
 
 
 # ------------------------------------------------------------- inputs ---
-
-def grown(rng: np.random.Generator, n: int, most: int = 4) -> int:
-    """n plus an even offset drawn from 0..most (an odd size stays odd); sizes 0 and 1, edge cases, stay."""
-    return n if n <= 1 else n + 2 * int(rng.integers(0, most // 2 + 1))
-
-
-def drawn_shape(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A shape like `shape`, every size above 1 `grown`: each case's kind (the number of dimensions, sizes of 1,
-    odd sizes, a wide last axis) stays, its sizes change with the seed."""
-    return tuple(grown(rng, n) for n in shape)
-
 
 def drawn_eps(rng: np.random.Generator, eps: float | None) -> float | None:
     """eps halved, kept or doubled (drawn); None (the default, not passed) stays None."""

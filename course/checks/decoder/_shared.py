@@ -19,6 +19,7 @@ from course.reference.multi_head_attention import MultiHeadAttention
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case
+from ..kit import drawn_p, grown  # noqa: F401  (this package's checks import them from here)
 from ..twins import load_twin, random_weights
 
 NEG_INF = float("-inf")
@@ -108,16 +109,6 @@ def twin_transformer(d_model: int, num_heads: int, n_enc: int, n_dec: int, d_ff:
 # Every case's sizes are drawn around its spec's, so that no two seeds share a case, while what the spec is
 # there for stays: sizes of 1, odd sizes, a source longer, shorter than or as long as the target, heads
 # dividing d_model, one layer or several, dropout 0 or not.
-
-def grown(rng: np.random.Generator, n: int, most: int = 4) -> int:
-    """n plus an even offset drawn from 0..most (an odd size stays odd); sizes 0 and 1, edge cases, stay."""
-    return n if n <= 1 else n + 2 * int(rng.integers(0, most // 2 + 1))
-
-
-def drawn_p(rng: np.random.Generator, p: float | None) -> float | None:
-    """A dropout probability moved by -0.05, 0 or 0.05 (drawn); None (not passed) and 0 stay."""
-    return p if not p else round(p + float(rng.choice([-0.05, 0.0, 0.05])), 2)
-
 
 def drawn(rng: np.random.Generator, spec: dict, most: int = 4) -> dict:
     """A spec's sizes drawn: the batch `b` `grown`; the target and source lengths `nt`, `ns` grown by one drawn

@@ -15,6 +15,7 @@ from course.reference.add_norm import LayerNorm
 from course.reference.multi_head_attention import MultiHeadAttention
 
 from .. import kit
+from ..kit import drawn_p, drawn_shape, grown  # noqa: F401  (this package's checks import them from here)
 from ..twins import load_twin, random_weights, torch_attn_mask
 
 ACTIVATIONS = {
@@ -68,15 +69,6 @@ def encoder_weights(rng: np.random.Generator, num_layers: int, d_model: int, num
 # there for stays: sizes of 1, odd sizes, d_ff below, equal to or a multiple of d_model, heads dividing d_model,
 # one layer or several, dropout 0 or not.
 
-def grown(rng: np.random.Generator, n: int, most: int = 4) -> int:
-    """n plus an even offset drawn from 0..most (an odd size stays odd); sizes 0 and 1, edge cases, stay."""
-    return n if n <= 1 else n + 2 * int(rng.integers(0, most // 2 + 1))
-
-
-def drawn_shape(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(grown(rng, n) for n in shape)
-
-
 def drawn_d_ff(rng: np.random.Generator, d: int, new_d: int, d_ff: int, most: int = 4) -> int:
     """d_ff for a d_model drawn as `new_d` in place of `d` (both of the same parity): the same multiple of it
     where d_ff is one (d_ff = d, 4 d, ...), still below it where it was below, still above it where it was above."""
@@ -91,11 +83,6 @@ def drawn_ffn(rng: np.random.Generator, shape: tuple[int, ...], d_ff: int) -> tu
     """x's shape (..., d_model) and d_ff drawn around a spec's."""
     new = drawn_shape(rng, shape)
     return new, drawn_d_ff(rng, shape[-1], new[-1], d_ff)
-
-
-def drawn_p(rng: np.random.Generator, p: float | None) -> float | None:
-    """A dropout probability moved by -0.05, 0 or 0.05 (drawn); None (not passed) and 0 stay."""
-    return p if not p else round(p + float(rng.choice([-0.05, 0.0, 0.05])), 2)
 
 
 def drawn(rng: np.random.Generator, spec: dict, most: int = 4) -> dict:

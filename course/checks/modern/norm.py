@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from course.probing.calls.modern.norm import DTYPE, NEW, OUT
 from course.probing.kit import PARAMS
-from course.probing.plain import to_plain
+from course.probing.plain import dtype_name, to_plain
 
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, Raises, mismatch, register
@@ -93,7 +93,7 @@ def _rms(case: Case, *, axes: str = "last", centre: bool = False, denom: str = "
     if gain:
         y = y * case.meta["weight"].to(y.dtype)
     y = y.to(x.dtype)
-    return kit.both_modes({OUT: y, DTYPE: str(x.dtype).removeprefix("torch.")})
+    return kit.both_modes({OUT: y, DTYPE: dtype_name(x.dtype)})
 
 
 def _oracle(case: Case) -> Any:
@@ -104,7 +104,7 @@ def _oracle(case: Case) -> Any:
     eps = EPS if case.meta["eps"] is None else case.meta["eps"]
     work = torch.float32 if x.dtype in HALF else torch.float64
     y = F.rms_norm(x.to(work), (d,), case.meta["weight"].to(work), eps).to(x.dtype)
-    return kit.both_modes({OUT: y, DTYPE: str(x.dtype).removeprefix("torch.")})
+    return kit.both_modes({OUT: y, DTYPE: dtype_name(x.dtype)})
 
 
 def unlike(oracle: Callable[[Case], Any], wrong: Callable[[Case], Any], rtol: float, atol: float

@@ -16,6 +16,7 @@ from torch import nn
 
 from ..cases import Case
 from ..kit import build, parameter_table, run_modes
+from ..plain import dtype_name
 from ..runner import Probe, register
 
 #: exercise 3.3 builds its table with exercise 3.1's function
@@ -69,7 +70,7 @@ def _long_rows(f: Callable, case: Case) -> Any:
 def _forward_and_table(module: nn.Module, x: torch.Tensor) -> dict[str, Any]:
     """forward(x) (batch, seq, d_model), its dtype, and the module's own pe[:seq] (seq, d_model)."""
     out = module(x)
-    return {"output": out, "output dtype": str(getattr(out, "dtype", None)).removeprefix("torch."),
+    return {"output": out, "output dtype": dtype_name(getattr(out, "dtype", None)),
             "pe[:seq_len]": module.pe[: x.shape[1]]}
 
 
@@ -82,7 +83,7 @@ def _call_buffers(cls: Any, case: Case) -> dict[str, Any]:
     """The freshly built module's buffers and parameters {name: (shape, dtype)} and pe's first 3 rows."""
     module = build_module(cls, case)
     pe = getattr(module, "pe", None)
-    return {"buffers (name: shape, dtype)": {n: (tuple(b.shape), str(b.dtype).removeprefix("torch."))
+    return {"buffers (name: shape, dtype)": {n: (tuple(b.shape), dtype_name(b.dtype))
                                              for n, b in module.named_buffers()},
             "parameters (name: shape, dtype)": parameter_table(module),
             "first rows of pe": pe[:3] if isinstance(pe, torch.Tensor) else None}

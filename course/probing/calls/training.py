@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..cases import Case
+from ..plain import dtype_name
 from ..runner import Probe, register
 
 # ------------------------------------------------------- 10.6 masked tokens ---
@@ -67,7 +68,7 @@ def mask_facts(case: Case, draws: dict[str, Any]) -> dict[str, Any]:
     first, again, other = (None if draws[k] is None else recorded_pair(draws[k]) for k in ("first", "again", "other"))
     inputs, labels = first
     special = torch.isin(tokens, torch.tensor(specials))
-    shapes = [(tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in (inputs, labels)]
+    shapes = [(tuple(t.shape), dtype_name(t.dtype)) for t in (inputs, labels)]
     selected = labels != IGNORE
     allowed = torch.tensor([mask_id] + [i for i in range(vocab) if i not in specials])
     return {

@@ -17,6 +17,7 @@ from torch import nn
 
 from ...cases import Case
 from ...kit import COUNT, PARAMS, build, count, parameters, with_count
+from ...plain import dtype_name
 from ...runner import Probe, register
 from .attention import forward_report, loaded
 
@@ -85,7 +86,7 @@ def _lm(cls: Any, case: Case) -> dict[str, Any]:
 def _lm_table(cls: Any, case: Case) -> dict[str, Any]:
     """Every parameter under every name it has (a tied weight twice), and whether the weight is tied."""
     model = build(cls, config_of(cls, case.meta["config"]))
-    table = {name: (tuple(p.shape), str(p.dtype).removeprefix("torch."))
+    table = {name: (tuple(p.shape), dtype_name(p.dtype))
              for name, p in model.named_parameters(remove_duplicate=False)}
     return {PARAMS: dict(sorted(table.items())), TIED: model.output.weight is model.embedding.weight}
 

@@ -14,6 +14,7 @@ from torch import nn
 
 from ...cases import Case
 from ...kit import PARAMS, build, load_weights, parameter_table, run_modes
+from ...plain import dtype_name
 from ...runner import Probe, register
 
 #: the keys of a forward pass's report, and of a new module's
@@ -24,14 +25,14 @@ FORBID = ("torch.nn.functional.rms_norm", "torch.rms_norm")
 _LAYOUT = "RMSNorm(d_model, eps) holds one parameter, weight (d_model,), and no bias"
 
 
-def dtype_name(y: Any) -> str | None:
+def output_dtype(y: Any) -> str | None:
     """'float32' for a float32 tensor; None for anything that is not a tensor."""
-    return str(y.dtype).removeprefix("torch.") if isinstance(y, torch.Tensor) else None
+    return dtype_name(y.dtype) if isinstance(y, torch.Tensor) else None
 
 
 def output_and_dtype(y: Any) -> dict[str, Any]:
     """{OUT: y, DTYPE: its dtype's name}."""
-    return {OUT: y, DTYPE: dtype_name(y)}
+    return {OUT: y, DTYPE: output_dtype(y)}
 
 
 def _build(cls: Any, case: Case) -> nn.Module:
