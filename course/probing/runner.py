@@ -24,6 +24,7 @@ import random
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -234,13 +235,14 @@ def input_names(case: Case) -> list[str]:
     return [name for name, _ in _mutable_inputs(case)]
 
 
-#: how much processor time one case of a check may use in the grader's kernel: a reference answer takes
-#: milliseconds (tests/test_checks.py measures it), a loop that never ends is given up after this.
-#: Processor time, not the clock's: on a loaded machine a kernel waits for a core, and waiting costs
-#: the case nothing (a call that only waits is stopped by its test cell's time limit)
+#: how much processor time the kernel's main thread may spend on one case of a check in the grader: a
+#: reference answer takes milliseconds (tests/test_checks.py measures it), a loop that never ends is given
+#: up after this. The main thread's processor time, not the clock's: on a loaded machine a kernel waits
+#: for a core, and waiting costs the case nothing (a call that only waits is stopped by its test cell's
+#: time limit); nor do other threads' (a notebook's own background work, PyTorch's worker threads)
 CASE_SECONDS = 5.0
-#: how often a case that ran out of time during an import is looked at again
-_IMPORT_GRACE_SECONDS = 0.25
+#: how often the watchdog reads the main thread's clock
+_WATCH_SECONDS = 0.05
 
 
 class _CaseTimeout(BaseException):
@@ -259,25 +261,34 @@ def _importing(frame: Any) -> bool:
 
 @contextlib.contextmanager
 def _deadline(seconds: float | None) -> Iterator[None]:
-    """Raise `_CaseTimeout` in the block once it has used `seconds` of processor time (None, or off
-    the main thread: no deadline). Never in the middle of an import (torch imports torch._dynamo,
-    seconds of work, the first time an optimiser is built): a module stopped half-way would break
-    every later call; the case is stopped once the import is done."""
+    """Raise `_CaseTimeout` in the block once the main thread has used `seconds` of processor time (None,
+    or off the main thread: no deadline). A watchdog thread reads the main thread's clock and signals
+    it (SIGPROF). Never in the middle of an import (torch imports torch._dynamo, seconds of work, the
+    first time an optimiser is built): a module stopped half-way would break every later call; the
+    watchdog signals again until the import is done."""
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
+    main = threading.get_ident()
+    clock = time.pthread_getcpuclockid(main)
+    start, done = time.clock_gettime(clock), threading.Event()
+
+    def watch() -> None:
+        while not done.wait(_WATCH_SECONDS):
+            if time.clock_gettime(clock) - start > seconds:
+                signal.pthread_kill(main, signal.SIGPROF)
 
     def out_of_time(signum: int, frame: Any) -> None:
-        if _importing(frame):
-            signal.setitimer(signal.ITIMER_PROF, _IMPORT_GRACE_SECONDS)
-            return
-        raise _CaseTimeout()
+        if not done.is_set() and not _importing(frame):
+            raise _CaseTimeout()
     previous = signal.signal(signal.SIGPROF, out_of_time)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
+    watchdog = threading.Thread(target=watch, name="case-deadline", daemon=True)
+    watchdog.start()
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
+        done.set()
+        watchdog.join()
         signal.signal(signal.SIGPROF, previous)
 
 
@@ -344,7 +355,8 @@ def checking_state() -> Iterator[None]:
 
 
 #: (check, id of the object) whose cases ran out of time in this kernel
-_looping: set[tuple[str, int]] = set()
+#: (each object is held, so that its id is not given to a later object, a redefined answer)
+_looping: dict[tuple[str, int], Any] = {}
 
 
 def record(name: str, obj: Any, hidden: bool, probe_dir: Path) -> None:
@@ -363,7 +375,7 @@ def record(name: str, obj: Any, hidden: bool, probe_dir: Path) -> None:
     else:
         entries = run_student(probe_of(name), obj, cases, refuse, CASE_SECONDS)
         if entries and isinstance(entries[-1][0], Raised) and entries[-1][0] == timed_out(CASE_SECONDS):
-            _looping.add((name, id(obj)))
+            _looping[(name, id(obj))] = obj
     (probe_dir / record_name(name, hidden)).write_text(encode(entries))
     print(f"recorded {len(entries)} results of '{name}' for grading")
 
