@@ -330,7 +330,7 @@ def rope_scores(rope: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], n: i
     offsets = np.arange(far + 1)
     theta = base ** (-2 * np.arange(d // 2) / d)
     partial = np.cumsum(np.exp(1j * offsets[:, None] * theta[None, :]), axis=1)       # S_1 .. S_{d/2}
-    bound = np.abs(partial).sum(axis=1) * 2 / d                                      # d / 2 + 1/2 at r = 0
+    bound = np.abs(partial).sum(axis=1) * 2 / d                                      # d / 4 + 1/2 at r = 0
     ones = torch.ones(far + 1, d)
     aligned = (rope(ones, torch.arange(far + 1)) @ torch.ones(d)) / d                  # key at position 0
 

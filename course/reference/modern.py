@@ -39,7 +39,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     theta_i = base ** (-2i / d_head):
         out[2i]     = x[2i] * cos(p theta_i) - x[2i + 1] * sin(p theta_i)
         out[2i + 1] = x[2i] * sin(p theta_i) + x[2i + 1] * cos(p theta_i)
-    (the row vector times chapter 3's offset_matrix(-p, d_head)). Angles in float64; returns a new
+    (the row vector times chapter 3's offset_matrix(-p, d_head)). Frequencies and angles in float64; returns a new
     tensor of x's shape and dtype. Raises ValueError for an odd d_head or positions of a shape other
     than (seq,).
     """

@@ -77,6 +77,9 @@ MUTANTS = [
            ((_MIX, "loss = nll + label_smoothing * uniform"),), T2, hint="Did you forget the (1 - eps)"),
     Mutant("summed, not averaged", CE, ((_MEAN, "return loss[counted].sum()"),), T2,
            hint="Did you sum instead of averaging?"),
+    Mutant("padding multiplied by 0 (NaN where its target is ruled out)", CE,
+           ((_MEAN, "return (loss * counted).sum() / counted.sum()"),), T2,
+           hint="Did you multiply the padding positions' losses by 0?"),
     Mutant("mean of the rows' means", CE,
            ((_MEAN, "return torch.stack([r[c].mean() for r, c in zip(loss.reshape(targets.shape[0], -1), "
                     "counted.reshape(targets.shape[0], -1))]).mean()"),), T2,

@@ -33,10 +33,11 @@ _NAMES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "fl
 
 
 def _angles(positions: torch.Tensor, d: int, base: float, *, power: float = 2.0,
-            dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """(seq, d / 2): p * base ** (-power * i / d), in `dtype` (float32: as a float32 computation goes)."""
-    i = torch.arange(d // 2, dtype=dtype)
-    return positions.to(dtype)[:, None] * base ** (-power * i / d)
+            dtype: torch.dtype = torch.float64, freqs: torch.dtype | None = None) -> torch.Tensor:
+    """(seq, d / 2): p * base ** (-power * i / d), in `dtype` (float32: as a float32 computation goes), the
+    frequencies computed in `freqs` (float32: as Llama's code computes them) and then cast to `dtype`."""
+    i = torch.arange(d // 2, dtype=freqs or dtype)
+    return positions.to(dtype)[:, None] * (base ** (-power * i / d)).to(dtype)
 
 
 def rotate(x: torch.Tensor, positions: torch.Tensor, base: float = BASE) -> torch.Tensor:
@@ -58,8 +59,8 @@ def _oracle(case: Case) -> Any:
 
 
 def _rope(case: Case, *, pairing: str = "interleaved", sign: str = "+", power: float = 2.0,
-          positions: str = "given", angles: torch.dtype = torch.float64) -> Any:
-    """The rotation written out (float64, but for float32 `angles`). Knobs: `pairing` 'halves' (pair i is
+          positions: str = "given", angles: torch.dtype = torch.float64, freqs: torch.dtype | None = None) -> Any:
+    """The rotation written out (float64, but for float32 `angles` or `freqs`). Knobs: `pairing` 'halves' (pair i is
     (x[i], x[i + d/2])), `sign` '-' (the other way round) or 'one' (out[2i] = x[2i] cos + x[2i+1] sin: no
     rotation), the frequencies' `power` (1: base ** (-i/d)), `positions` 'arange' (0 .. seq - 1)."""
     x, pos = case.args
@@ -68,7 +69,7 @@ def _rope(case: Case, *, pairing: str = "interleaved", sign: str = "+", power: f
         return kit.raises("d_head must be even and positions of shape (seq,)")
     if positions == "arange":
         pos = torch.arange(x.shape[-2])
-    angle = _angles(pos, d, base, power=power, dtype=angles)
+    angle = _angles(pos, d, base, power=power, dtype=angles, freqs=freqs)
     cos, sin = torch.cos(angle).double(), torch.sin(angle).double()
     h = x.double()
     a, b = (h[..., 0::2], h[..., 1::2]) if pairing == "interleaved" else (h[..., : d // 2], h[..., d // 2:])
@@ -134,6 +135,9 @@ _MISTAKES = [
     Mistake("Did you compute the angles in float32? Near position 10^7 float32 angles are off by up to about "
             "0.1 radian for most pairs: compute positions * theta in float64, take cos and sin, then cast to x's dtype.",
             variant(_rope, angles=torch.float32)),
+    Mistake("Did you compute the frequencies theta_i in float32 (as Llama's code does)? Near position 10^7 "
+            "float32 frequencies put the angles off by up to about 0.08 radian: compute theta_i = base ** "
+            "(-2i / d_head) and positions * theta_i in float64.", variant(_rope, freqs=torch.float32)),
 ]
 
 # ------------------------------------------------------- rope_relative ---

@@ -46,6 +46,8 @@ def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                 other = (targets + torch.from_numpy(rng.integers(1, vocab, size=shape[:-1]))) % vocab
                 ruled_out.scatter_(-1, other.unsqueeze(-1), True)
                 ruled_out.scatter_(-1, targets.unsqueeze(-1), False)
+                if pad is not None:  # a padding position's own target ruled out too: it does not count
+                    ruled_out[..., pad] |= targets == pad
                 logits = logits.masked_fill(ruled_out, float("-inf"))
         kw = ({"pad": pad} if pad is not None else {}) | ({"label_smoothing": eps} if eps is not None else {})
         label = (describe(logits=logits, targets=targets) + f" ({str(dtype).removeprefix('torch.')})"
@@ -93,6 +95,8 @@ def _ce(case: Case, *, count_pad: bool = False, smooth_over: str = "not pad", on
         loss = per_token[counted].mean()
     elif reduce == "sum":
         loss = per_token[counted].sum()
+    elif reduce == "zeroed":                                       # padding multiplied by 0: 0 * inf is NaN
+        loss = (per_token * counted).sum() / counted.sum()
     else:                                                          # mean of each row's mean
         rows = per_token.reshape(targets.shape).reshape(targets.shape[0], -1)
         keep = counted.reshape(targets.shape[0], -1)
@@ -132,6 +136,10 @@ register(
                             "uniform sums to 1.", unless(_smoothed, variant(_ce, one_minus=False))),
                     Mistake("Did you sum instead of averaging? Return the mean over the counted positions.",
                             variant(_ce, reduce="sum")),
+                    Mistake("Did you multiply the padding positions' losses by 0? A padding position whose own "
+                            "target is ruled out (-inf) has an infinite loss, and 0 * inf is NaN: select the "
+                            "counted positions (loss[counted]) instead.",
+                            unless(lambda c: _padded(c) and _ruled_out_unsmoothed(c), variant(_ce, reduce="zeroed"))),
                     Mistake("Did you average each row first, then the rows? Rows count different numbers of "
                             "tokens: average over all counted positions at once.",
                             unless(_padded, variant(_ce, reduce="rows"))),

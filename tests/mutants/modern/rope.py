@@ -1,5 +1,5 @@
 """11.2 apply_rope: the syllabus's mistakes (split halves, the wrong sign, wrong frequencies, positions
-ignored, float32 angles), a sign slip that is no rotation, and the general classes: no ValueError, x
+ignored, float32 angles or frequencies), a sign slip that is no rotation, and the general classes: no ValueError, x
 changed in place, the dtype not kept."""
 
 from submissions import Mutant
@@ -32,6 +32,8 @@ MUTANTS = [
     Mutant("RoPE: angles in float32", ROPE,
            ((_I, _I.replace("float64", "float32")), (_POS, _POS.replace("float64", "float32"))), T,
            hint="Did you compute the angles in float32?"),
+    Mutant("RoPE: frequencies in float32, angles in float64", ROPE, ((_I, _I.replace("float64", "float32")),), T,
+           hint="Did you compute the frequencies theta_i in float32"),
     # the general classes
     Mutant("RoPE: odd d_head accepted", ROPE, ((_ODD, "if False:"),), T, hint="expected ValueError to be raised"),
     Mutant("RoPE: positions' shape not checked, only their number", ROPE,
