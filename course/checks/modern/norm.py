@@ -55,7 +55,7 @@ def _case(rng: np.random.Generator, shape: tuple[int, ...], *, kind: str = "norm
     x = _rows(rng, shape, kind, dtype)
     weight = 1.0 + 0.5 * randn(rng, d)
     eps_text = "" if eps is None else f", eps={eps:g}"
-    return Case(f"RMSNorm({d}{eps_text}), x {kit.shape_of(x)} {str(dtype).removeprefix('torch.')}{_NOTES[kind]}",
+    return Case(f"RMSNorm({d}{eps_text}), x {kit.shape_of(x)} {dtype_name(dtype)}{_NOTES[kind]}",
                 (x,), meta={"d_model": d, "eps": eps, "weight": weight})
 
 

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from course.probing.calls.modern.optim import AFTER, CHANGED, GROUPS, MADE, STATE, build_model, run_steps
+from course.probing.plain import dtype_name
 
 from .. import kit
 from ..framework import Case, Check, Mistake, register
@@ -54,7 +55,7 @@ def _case(rng: np.random.Generator, shapes: list[tuple[int, ...]], steps: int, *
     kw_text = ", ".join(f"{k}={v}" for k, v in kwargs.items()) or "defaults"
     group_text = "" if groups is None else f", {len(groups)} groups with their own " + \
         "/".join(sorted({k for _, s in groups for k in s}))
-    label = (f"{steps} steps on {len(shapes)} {str(dtype).removeprefix('torch.')} parameters {shapes}, AdamW("
+    label = (f"{steps} steps on {len(shapes)} {dtype_name(dtype)} parameters {shapes}, AdamW("
              f"{kw_text}){group_text}, gradients of size ~{scale:g}"
              + (", some parameters without a gradient on some steps" if missing else "") + note)
     meta = {"start": start, "groups": groups, "grads": grads} | ({"lr_scale": lr_scale} if lr_scale else {})

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from course.probing.calls.training import P_DEFAULT, uniform_or_unchecked
+from course.probing.plain import dtype_name
 
 from ..framework import Case, Check, Mistake, register
 from ..kit import raises, unless, variant
@@ -37,7 +38,7 @@ def _shift_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
             if pad != 0 and lengths[0] > 0:
                 tgt[0, 0] = 0                     # a real token 0, where the padding id is not 0
         what = f"rows of {lengths} tokens padded to {n}" if lengths is not None else f"a 3-d tensor {tuple(tgt.shape)}"
-        cases.append(Case(f"tgt {what} ({str(dtype).removeprefix('torch.')}), bos={bos}, eos={eos}, pad={pad}",
+        cases.append(Case(f"tgt {what} ({dtype_name(dtype)}), bos={bos}, eos={eos}, pad={pad}",
                           (tgt, bos, eos, pad)))
     return cases
 

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course.probing.plain import dtype_name
+
 from ..framework import Case, Check, Mistake, register
 from ..kit import describe, raises, randn, unless, variant
 
@@ -50,7 +52,7 @@ def _ce_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                     ruled_out[..., pad] |= targets == pad
                 logits = logits.masked_fill(ruled_out, float("-inf"))
         kw = ({"pad": pad} if pad is not None else {}) | ({"label_smoothing": eps} if eps is not None else {})
-        label = (describe(logits=logits, targets=targets) + f" ({str(dtype).removeprefix('torch.')})"
+        label = (describe(logits=logits, targets=targets) + f" ({dtype_name(dtype)})"
                  + (", some logits -inf" if ruled else f", logits scaled by {scale:g}" if scale != 1 else "")
                  + "".join(f", {k}={v}" for k, v in kw.items()))
         cases.append(Case(label, (logits, targets), kw, aid={"scale": scale, "some logits -inf": ruled}))
