@@ -344,7 +344,7 @@ register(
         ],
         hint="q = W_q(x), k = W_k(context), v = W_v(context) (context = x when None), then your "
              "scaled_dot_product_attention(q, k, v, mask). The projections have no bias. The head has no "
-             "dropout: if only key 'train' differs, your head behaves differently in training mode. If your "
+             "dropout: " + kit.same_in_both_modes("head") + " If your "
              "scaled_dot_product_attention fails its own tests, fix it first.",
     ),
     Check(

@@ -3,7 +3,8 @@
 A chapter's check module (``course.checks.<topic>``) describes its cases, its
 oracle and its known mistakes; the plumbing lives here, written once:
 
-* inputs: `randn`, `causal_mask`, `padding_mask`; a draw that shows its clause
+* hints: `same_in_both_modes` (the sentence for a module with no dropout);
+* inputs: `even`, `grown`, `drawn_shape`, `drawn_p`, `randn`, `causal_mask`, `padding_mask`; a draw that shows its clause
   whatever the seed: `drawn_until`;
 * expected errors: `raises` (the oracle's answer where the contract asks for
   an exception);
@@ -30,11 +31,24 @@ from .framework import NOT_APPLICABLE, Raises
 NEG_INF = float("-inf")
 
 
+# --------------------------------------------------------------- hints ---
+
+def same_in_both_modes(what: str = "module") -> str:
+    """A hint's sentence for a module run in eval and in training mode (`run_modes`'s keys) that has no
+    dropout, or dropout 0: the two results must agree."""
+    return f"if only key 'train' differs, your {what} behaves differently in training mode."
+
+
 # -------------------------------------------------------------- inputs ---
+
+def even(rng: np.random.Generator, low: int, high: int) -> int:
+    """Twice a whole number drawn from low..high - 1: an even size, or an offset that keeps a size's parity."""
+    return 2 * int(rng.integers(low, high))
+
 
 def grown(rng: np.random.Generator, n: int, most: int = 4) -> int:
     """n plus an even offset drawn from 0..most (an odd size stays odd); sizes 0 and 1, edge cases, stay."""
-    return n if n <= 1 else n + 2 * int(rng.integers(0, most // 2 + 1))
+    return n if n <= 1 else n + even(rng, 0, most // 2 + 1)
 
 
 def drawn_shape(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:

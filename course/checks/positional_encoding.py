@@ -30,7 +30,7 @@ import torch
 from course.probing.calls.positional_encoding import DIFF, DTYPE, OUT, PE_ROWS
 
 from .framework import NOT_APPLICABLE, Case, Check, Mistake, register
-from .kit import both_modes, drawn_until, raises, randn, unless, variant
+from .kit import both_modes, drawn_until, even, raises, randn, unless, variant
 
 N = 10000.0
 POSITIONS = "positions"  # the shift cases' positions pos (in `aid`, with the rows PE(pos))
@@ -259,8 +259,8 @@ def _far_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         k = drawn_until(lambda: int(rng.integers(2_000_000, 10_000_001)) * int(rng.choice([-1, 1])),
                         lambda k: _float32_shows(k, d, base), "float32 angles going wrong")
         return k, d, base
-    return _labelled([far(2 * int(rng.integers(8, 13)))] if not hidden else
-                     [far(32), far(2 * int(rng.integers(8, 17))), far(16, float(rng.integers(100, 1000)))])
+    return _labelled([far(even(rng, 8, 13))] if not hidden else
+                     [far(32), far(even(rng, 8, 17)), far(16, float(rng.integers(100, 1000)))])
 
 
 def _labelled(specs: list[tuple[int, int, float | None]]) -> list[Case]:

@@ -118,7 +118,7 @@ def drawn(rng: np.random.Generator, spec: dict, most: int = 4) -> dict:
     out = dict(spec)
     if "b" in spec:
         out["b"] = grown(rng, spec["b"], most)
-    offset = 2 * int(rng.integers(0, most // 2 + 1))
+    offset = kit.even(rng, 0, most // 2 + 1)
     for key in ("nt", "ns"):
         if spec.get(key) is not None and spec[key] > 1:
             out[key] = spec[key] + offset

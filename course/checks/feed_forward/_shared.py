@@ -75,7 +75,7 @@ def drawn_d_ff(rng: np.random.Generator, d: int, new_d: int, d_ff: int, most: in
     if d_ff % d == 0:
         return new_d * (d_ff // d)
     if d_ff < d:
-        return d_ff if d_ff <= 1 else d_ff + 2 * int(rng.integers(0, (new_d - d) // 2 + 1))
+        return d_ff if d_ff <= 1 else d_ff + kit.even(rng, 0, (new_d - d) // 2 + 1)
     return grown(rng, d_ff + new_d - d, most)
 
 

@@ -144,7 +144,7 @@ register(
     Check(name="encoder", cases=_cases, expected=_torch_encoder, mistakes=_MISTAKES,
           hint="forward(x, mask=None): x = layer(x, mask) for each layer in self.layers, bottom first, then return "
                "self.norm(x). If your EncoderLayer fails its tests, fix it first. With dropout=0 training and eval "
-               "mode must agree: if only key 'train' differs, your encoder behaves differently in training mode."),
+               "mode must agree: " + kit.same_in_both_modes("encoder")),
     Check(name="encoder_parameters", guard=True, cases=_layer_cases, expected=_layers, mistakes=_LAYER_MISTAKES,
           hint="layers = nn.ModuleList of num_layers new EncoderLayer(d_model, num_heads, d_ff, dropout), norm = "
                "LayerNorm(d_model), nothing else with parameters, and nothing created in forward."),

@@ -118,8 +118,7 @@ _MISTAKES = [
 _HINT = ("forward(x, mask=None) = pre-LN: h = norm1(x); x = x + dropout(self_attn(h, h, h, mask=mask)[0]); "
          "return x + dropout(ffn(norm2(x))). The mask is additive, broadcastable to (batch, seq, seq). Do not "
          "change x in place (x = x + ..., not x += ...). If your FeedForward fails its tests, fix it first. With "
-         "dropout=0 training and eval mode must agree: if only key 'train' differs, your layer behaves "
-         "differently in training mode.")
+         "dropout=0 training and eval mode must agree: " + kit.same_in_both_modes("layer"))
 
 # ------------------------------------------------------------- layers ---
 

@@ -166,8 +166,7 @@ def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
 
 _HINT = ("forward(x) = linear2(dropout(act(linear1(x)))) with act ReLU (activation='relu', the default) or the exact "
          "GELU (activation='gelu'), for x of any shape (..., d_model), returning float32 of the same shape and "
-         "leaving x unchanged. With dropout=0 training and eval mode must agree: if only key 'train' differs, your "
-         "module behaves differently in training mode.")
+         "leaving x unchanged. With dropout=0 training and eval mode must agree: " + kit.same_in_both_modes())
 
 register(
     __name__,

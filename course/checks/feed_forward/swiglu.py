@@ -99,7 +99,7 @@ register(
     __name__,
     Check(name="swiglu_forward", cases=_cases, expected=_swiglu, mistakes=_MISTAKES,
           hint="forward(x) = w_down(F.silu(w_gate(x)) * w_up(x)) for x of any shape (..., d_model), float32, x left "
-               "unchanged. No dropout: if only key 'train' differs, your module behaves differently in training mode."),
+               "unchanged. No dropout: " + kit.same_in_both_modes()),
     Check(name="swiglu_layers", guard=True, cases=_layer_cases, expected=_layers,
           mistakes=[Mistake("Did you give the layers biases? SwiGLU's three projections have none (bias=False): "
                             "3 * d_model * d_ff parameters.", variant(_layers, bias=True)),

@@ -118,7 +118,7 @@ def _title(d: int, h: int, g: int, base: float | None) -> str:
 
 def _gqa_case(rng: np.random.Generator, b: int, h: int, g: int, n: int | list[int], t: int,
               base: float | None) -> Case:
-    dh = 2 * int(rng.integers(2, 5))  # 4, 6 or 8: with d_head = 2 every pair turns at theta_0 = 1, whatever the base
+    dh = kit.even(rng, 2, 5)  # 4, 6 or 8: with d_head = 2 every pair turns at theta_0 = 1, whatever the base
     d = h * dh
     chunks = chunk_sizes(rng, n) if isinstance(n, list) else None
     total = sum(chunks) if chunks else (n + int(rng.integers(0, 3)) if n > 1 else n)
@@ -188,8 +188,7 @@ _MISTAKES = [
 _HINT = ("forward(x, cache=None) returns (W_o(merge_heads(attention)), (k, v)): q, k, v from W_q, W_k, W_v "
          "(split into num_heads and num_kv_heads heads), q and k rotated at positions t .. t + n - 1 (t cached), "
          "k and v appended to the cache along dim=2, query head j attending with key/value head "
-         "j // (num_heads // num_kv_heads), causally. x and the cache are left unchanged. No dropout: if only key "
-         "'train' differs, your module behaves differently in training mode.")
+         "j // (num_heads // num_kv_heads), causally. x and the cache are left unchanged. No dropout: " + kit.same_in_both_modes())
 
 
 # ---------------------------------------------------- parameters, errors ---
@@ -198,7 +197,7 @@ def _layout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(4, 2), (2, 2)] if not hidden else [(8, 2), (6, 3), (4, 1), (4, 4), (16, 4)]
     cases = []
     for h, g in specs:
-        d = h * 2 * int(rng.integers(1, 9))
+        d = h * kit.even(rng, 1, 9)
         cases.append(Case(f"a new {_title(d, h, g, None)}", meta={"init": (d, h, g)}))
     return cases
 
@@ -224,19 +223,19 @@ def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
 
     def indivisible_h() -> tuple[int, int, int]:
         h, g = [(6, 4), (4, 3), (8, 3), (6, 5)][int(rng.integers(0, 4))]
-        return h * 2 * int(rng.integers(1, 4)), h, g
+        return h * kit.even(rng, 1, 4), h, g
 
     def more_kv() -> tuple[int, int, int]:
         h = int(rng.choice([2, 3, 4]))
-        return h * 2 * int(rng.integers(1, 4)), h, 2 * h
+        return h * kit.even(rng, 1, 4), h, 2 * h
 
     def odd_head() -> tuple[int, int, int]:
         h = int(rng.choice([2, 4]))
-        return h * (2 * int(rng.integers(0, 4)) + 1), h, 1
+        return h * (kit.even(rng, 0, 4) + 1), h, 1
 
     def no_kv() -> tuple[int, int, int]:
         h = int(rng.choice([2, 4]))
-        return h * 2 * int(rng.integers(1, 4)), h, 0
+        return h * kit.even(rng, 1, 4), h, 0
 
     makers = [indivisible_d, indivisible_h, odd_head] + ([more_kv, indivisible_h, odd_head, no_kv] if hidden else [])
     return [Case(f"a new {_title(*init, None)}", meta={"init": init}) for init in (m() for m in makers)]

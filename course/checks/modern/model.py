@@ -95,7 +95,7 @@ _LAYER_SPECS = {False: [(2, 4, 2, 5, 0, None, None), (1, 2, 1, 3, 4, 100.0, 0.5)
 
 def _sizes(rng: np.random.Generator, h: int) -> tuple[int, int]:
     """d_model = h * d_head (d_head 4, 6 or 8) and a d_ff around 8/3 d_model."""
-    d = h * 2 * int(rng.integers(2, 5))
+    d = h * kit.even(rng, 2, 5)
     return d, int(rng.integers(2 * d, 3 * d + 1))
 
 
@@ -281,7 +281,7 @@ register(
           hint="forward(x, cache=None): a, cache = attn(norm1(x), cache); h = x + a; return (h + ffn(norm2(h)), "
                "cache). norm1, norm2 = RMSNorm(d_model, eps), attn = GroupedQueryAttention(d_model, num_heads, "
                "num_kv_heads, rope_base), ffn = SwiGLUFeedForward(d_model, d_ff). x and the cache are left "
-               "unchanged; if only key 'train' differs, your layer behaves differently in training mode."),
+               "unchanged; " + kit.same_in_both_modes("layer")),
     Check(name="layer_parameters", guard=True, cases=_layer_table_cases, expected=_layer_table,
           mistakes=[Mistake(_SHARED, variant(_layer_table, shared=True)),
                     Mistake("Did you use LayerNorm? RMSNorm has a gain (weight) and no bias.",

@@ -48,9 +48,9 @@ def _rows(rng: np.random.Generator, shape: tuple[int, ...], kind: str, dtype: to
 def _case(rng: np.random.Generator, shape: tuple[int, ...], *, kind: str = "normal", eps: float | None = None,
           dtype: torch.dtype = torch.float32, d_model: int | None = None) -> Case:
     """RMSNorm(d_model[, eps]) on x of `shape` (the last size drawn around the spec's), a gain around 1."""
-    last = shape[-1] + 2 * int(rng.integers(0, 3))
+    last = shape[-1] + kit.even(rng, 0, 3)
     shape = (*shape[:-1], last)
-    d = last if d_model is None else d_model + 2 * int(rng.integers(0, 3))
+    d = last if d_model is None else d_model + kit.even(rng, 0, 3)
     d += d == last and d_model is not None  # a case of the error: the last axis is not d_model
     x = _rows(rng, shape, kind, dtype)
     weight = 1.0 + 0.5 * randn(rng, d)
@@ -202,8 +202,7 @@ register(
     Check(name="rmsnorm", cases=_cases, expected=_oracle, mistakes=_MISTAKES, rtol=RTOL, atol=ATOL,
           hint="forward(x) = x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight, for x of any shape (..., "
                "d_model); float32 and float64 in the input's dtype, float16 and bfloat16 computed in "
-               "float32 (gain included) and cast back; ValueError when x's last axis is not d_model; x left unchanged. No dropout: if only key "
-               "'train' differs, your module behaves differently in training mode."),
+               "float32 (gain included) and cast back; ValueError when x's last axis is not d_model; x left unchanged. No dropout: " + kit.same_in_both_modes()),
     Check(name="rmsnorm_parameters", guard=True, cases=_new_cases, expected=_new, rtol=RTOL, atol=ATOL,
           mistakes=[Mistake(hint, variant(_new, **knobs)) for hint, knobs in _NEW_SLIPS],
           hint="A new RMSNorm(d_model, eps) holds exactly one parameter, weight = nn.Parameter(torch.ones(d_model)) "

@@ -214,7 +214,7 @@ def _errors(case: Case) -> Any:
 def _lm(rng: np.random.Generator, blocks: int) -> tuple[list, list]:
     """A modern LM: embedding, blocks of (gain, attention without biases, gain, SwiGLU), a final gain, an
     output layer tied to the embedding."""
-    v, d, f = int(rng.integers(11, 30)), 2 * int(rng.integers(2, 5)), int(rng.integers(5, 12))
+    v, d, f = int(rng.integers(11, 30)), kit.even(rng, 2, 5), int(rng.integers(5, 12))
     layout = [["embedding", "embedding", [v, d]]]
     for b in range(blocks):
         layout += [[f"layers.{b}.norm1", "gain", [d]]]
@@ -228,7 +228,7 @@ def _lm(rng: np.random.Generator, blocks: int) -> tuple[list, list]:
 def _gpt(rng: np.random.Generator, blocks: int, tied: bool) -> tuple[list, list]:
     """A GPT-2-like model: token embedding, a learned positional table, blocks of (LayerNorm, linear layers
     with biases), a final LayerNorm, an output layer without bias, tied or not."""
-    v, d, n = int(rng.integers(11, 30)), 2 * int(rng.integers(2, 5)), int(rng.integers(6, 20))
+    v, d, n = int(rng.integers(11, 30)), kit.even(rng, 2, 5), int(rng.integers(6, 20))
     layout = [["tok", "embedding", [v, d]], ["pos", "table", [n, d]]]
     for b in range(blocks):
         layout += [[f"h.{b}.ln_1", "layernorm", [d]], [f"h.{b}.attn", "linear", [d, 3 * d, True]],

@@ -89,7 +89,7 @@ def _case(rng: np.random.Generator, shape: tuple[int, ...], *, where: str = "fro
     ('from t'), 0 .. seq - 1 ('from 0'), drawn at random below 200 ('scattered') or near 10^7 ('large');
     or, with `positions_shape`, t, t + 1, ... in the shape it gives for x's drawn seq (an error case's
     shape stays tied to the seq drawn here, whatever the draw)."""
-    shape = tuple(n + 2 * int(rng.integers(0, 2)) if n > 2 else n for n in shape)
+    shape = tuple(n + kit.even(rng, 0, 2) if n > 2 else n for n in shape)
     seq = shape[-2]
     x = (0.5 if dtype == torch.float16 else 1.0) * randn(rng, *shape)
     x = x.to(dtype)
@@ -148,7 +148,7 @@ def _relative_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         (6, 50, None), (32, 1_000_000, None), (16, 2_000, float(rng.integers(100, 1000))), (64, 200_000, 1e6)]
     cases = []
     for d, far, base in specs:
-        d += 2 * int(rng.integers(0, 2))
+        d += kit.even(rng, 0, 2)
         shifts = [0] + sorted(int(s) for s in rng.choice(np.arange(1, far), size=5, replace=False)) \
             + [-int(rng.integers(0, 3))]
         m, n = (int(v) for v in rng.integers(3, 40, size=2))
@@ -178,7 +178,7 @@ def _relative_expected(case: Case) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------- rope_errors ---
 
 def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    seq, d = int(rng.integers(3, 7)), 2 * int(rng.integers(2, 5))
+    seq, d = int(rng.integers(3, 7)), kit.even(rng, 2, 5)
     odd = _case(rng, (2, seq, d + 1))
     odd.label = "odd d_head: " + odd.label
     cases = [odd, _case(rng, (2, seq, d), positions_shape=lambda s: (s + 1,))]

@@ -115,7 +115,7 @@ _VALUE_IGNORED = Mistake("Did you ignore `value` because `key` was not given? `k
 _MHA_HINT = ("Follow the recipe: project with W_q, W_k, W_v; split_heads; insert the head axis into the "
              "mask (mask.unsqueeze(-3)); attend with the leading (batch, num_heads) dimensions; merge_heads; "
              "project with W_o. Return (output, weights). "
-             "No dropout: if only key 'train' differs, your module behaves differently in training mode.")
+             "No dropout: " + kit.same_in_both_modes())
 
 
 def _self_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
