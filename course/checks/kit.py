@@ -9,7 +9,8 @@ oracle and its known mistakes; the plumbing lives here, written once:
 * expected errors: `raises` (the oracle's answer where the contract asks for
   an exception);
 * mistakes as the chapter's oracle with knobs: `variant(oracle, **knobs)`,
-  returning `NOT_APPLICABLE` where a knob makes no difference to a case;
+  returning `NOT_APPLICABLE` where a knob makes no difference to a case, `unless` (a mistake shown
+  on some cases only), `unlike` (one shown only where it is outside the tolerance);
 * modules: `both_modes` (the expected result of `run_modes`), and, from
   `course.probing.kit` (the kernel runs them): `build`, `load_weights`,
   `run_modes`, `parameter_table`;
@@ -26,7 +27,9 @@ import torch
 from course.probing.cases import Case
 from course.probing.kit import build, load_weights, parameter_table, run_modes  # noqa: F401  (the chapters' checks use them as kit.*)
 
-from .framework import NOT_APPLICABLE, Raises
+from course.probing.plain import to_plain
+
+from .framework import NOT_APPLICABLE, Raises, mismatch
 
 NEG_INF = float("-inf")
 
@@ -117,6 +120,20 @@ def unless(applies: Callable[[Case], bool], output: Callable[[Case], Any]) -> Ca
     def gated(case: Case) -> Any:
         return output(case) if applies(case) else NOT_APPLICABLE
     return gated
+
+
+def unlike(oracle: Callable[[Case], Any], wrong: Callable[[Case], Any], rtol: float, atol: float
+           ) -> Callable[[Case], Any]:
+    """The mistake `wrong`, NOT_APPLICABLE where it is within (rtol, atol) of `oracle` (eps outside the
+    root on rows of variance 1, say), not only equal to it: the slip does not show there, and naming it
+    for an answer wrong in another way would mislead."""
+    def output(case: Case) -> Any:
+        out = wrong(case)
+        if out is NOT_APPLICABLE or isinstance(out, Raises) or \
+                mismatch(to_plain(out), to_plain(oracle(case)), rtol, atol) is not None:
+            return out
+        return NOT_APPLICABLE
+    return output
 
 
 # ------------------------------------------------------------- modules ---

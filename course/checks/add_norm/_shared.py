@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..framework import NOT_APPLICABLE, Case, Mistake, mismatch
-from ..kit import drawn_shape, grown, randn, variant  # noqa: F401  (this package's checks import them from here)
-from course.probing.plain import to_plain
+from ..framework import NOT_APPLICABLE, Case, Mistake
+from ..kit import drawn_shape, grown, randn, unlike, variant  # noqa: F401  (this package's checks import them from here)
 
 EPS = 1e-5
 # float32 layer norm is good to about 1e-5 of the rows' spread; rows around 1000 with a spread of 8 lose a
@@ -76,17 +75,8 @@ def _manual(x: torch.Tensor, gamma: torch.Tensor | None, beta: torch.Tensor | No
 
 
 def _unlike(oracle: Any, **knobs: Any) -> Any:
-    """`variant(oracle, **knobs)`, and NOT_APPLICABLE where the wrong answer is within the checks'
-    tolerance of the right one (eps outside the root on rows of variance 1, say), not only equal to
-    it: there the mistake does not show, and naming it for an answer wrong in another way misleads."""
-    wrong = variant(oracle, **knobs)
-
-    def output(case: Case) -> Any:
-        out = wrong(case)
-        if out is NOT_APPLICABLE or mismatch(to_plain(out), to_plain(oracle(case)), RTOL, ATOL) is not None:
-            return out
-        return NOT_APPLICABLE
-    return output
+    """`variant(oracle, **knobs)` where it is outside the checks' tolerance (`kit.unlike`)."""
+    return unlike(oracle, variant(oracle, **knobs), RTOL, ATOL)
 
 
 _SLIPS = [  # (hint, `_manual` knobs)

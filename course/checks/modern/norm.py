@@ -24,10 +24,10 @@ import torch.nn.functional as F
 
 from course.probing.calls.modern.norm import DTYPE, NEW, OUT
 from course.probing.kit import PARAMS
-from course.probing.plain import dtype_name, to_plain
+from course.probing.plain import dtype_name
 
 from .. import kit
-from ..framework import NOT_APPLICABLE, Case, Check, Mistake, Raises, mismatch, register
+from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
 
 EPS = 1e-5
@@ -107,21 +107,8 @@ def _oracle(case: Case) -> Any:
     return kit.both_modes({OUT: y, DTYPE: dtype_name(x.dtype)})
 
 
-def unlike(oracle: Callable[[Case], Any], wrong: Callable[[Case], Any], rtol: float, atol: float
-           ) -> Callable[[Case], Any]:
-    """The mistake `wrong`, NOT_APPLICABLE where it is within (rtol, atol) of `oracle`: the slip does not
-    show there, and naming it for an answer wrong in another way would mislead."""
-    def output(case: Case) -> Any:
-        out = wrong(case)
-        if out is NOT_APPLICABLE or isinstance(out, Raises) or \
-                mismatch(to_plain(out), to_plain(oracle(case)), rtol, atol) is not None:
-            return out
-        return NOT_APPLICABLE
-    return output
-
-
 def _unlike(**knobs: Any) -> Callable[[Case], Any]:
-    return unlike(_oracle, variant(_rms, **knobs), RTOL, ATOL)
+    return kit.unlike(_oracle, variant(_rms, **knobs), RTOL, ATOL)
 
 
 def _passes_eps(case: Case) -> bool:

@@ -26,7 +26,6 @@ from course.probing.plain import dtype_name
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
-from .norm import unlike
 
 RTOL, ATOL = 1e-4, 1e-6
 
@@ -155,7 +154,7 @@ def _adamw(case: Case, *, l2: bool = False, shift: int = 0, correct: bool = True
 
 
 def _slip(**knobs: Any) -> Callable[[Case], Any]:
-    return unlike(_oracle, variant(_adamw, **knobs), RTOL, ATOL)
+    return kit.unlike(_oracle, variant(_adamw, **knobs), RTOL, ATOL)
 
 
 _MISTAKES = [
