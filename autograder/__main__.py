@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, NoReturn
 
 from course.protocol import SECRET_ENV
 
@@ -34,24 +36,54 @@ DB_HELP = ("the gradebook, an SQLAlchemy URL such as postgresql://grader@db.exam
            "SQLite in OUT/nbgrader")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+Fail = Callable[[str], NoReturn]  # argparse's `error`: prints the usage and the message, exits with status 2
 
-    p = sub.add_parser("release", help="regenerate student notebooks from solutions/")
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its one-line help, its arguments, and what it does (its exit status; None is 0)."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Fail], int | None]
+
+
+def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("chapters", nargs="*", help="chapter ids (default: all)")
 
-    p = sub.add_parser("check", help="run a notebook's visible tests and show the score")
+
+def _release(args: argparse.Namespace, fail: Fail) -> None:
+    from .release import release
+    release([get_chapter(c) for c in args.chapters] or all_chapters())
+
+
+def _check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("notebook", type=Path)
 
-    p = sub.add_parser("collect", help="turn an LMS zip export into SUBMISSIONS/<student>/<chapter>/")
+
+def _check(args: argparse.Namespace, fail: Fail) -> int:
+    from .selfcheck import self_check
+    if not args.notebook.is_file():
+        fail(f"no such notebook: {args.notebook}")
+    score, total = self_check(args.notebook)
+    return 0 if score == total else 1
+
+
+def _collect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("archive", type=Path)
     p.add_argument("--chapter", required=True, help="the chapter id the archive holds")
     p.add_argument("--into", type=Path, required=True, help="the SUBMISSIONS folder to fill")
     p.add_argument("--timezone", help="the zone of the archive's local zip times (default: schedule.yml's)")
 
-    p = sub.add_parser("grade", help="autograde every submission in a folder")
+
+def _collect(args: argparse.Namespace, fail: Fail) -> None:
+    from .collect import collect
+    get_chapter(args.chapter)
+    found = collect(args.archive, args.chapter, args.into, args.timezone)
+    print(f"collected {len(found)} notebook(s) into {args.into}")
+
+
+def _grade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("submissions", type=Path, help="SUBMISSIONS/<student_id>/<chapter_id>/<notebook>.ipynb")
     p.add_argument("--out", type=Path, required=True, help="where grades.csv and feedback/ go")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
@@ -70,18 +102,60 @@ def main(argv: list[str] | None = None) -> int:
                    help="grade only share I (0 to N-1) of the students; merge the shards' OUT folders after")
     p.add_argument("--db", metavar="URL", help=DB_HELP)
 
-    p = sub.add_parser("merge", help="one grades.csv, feedback/ and report/ from the OUT folders of shards")
+
+def _grade(args: argparse.Namespace, fail: Fail) -> None:
+    from .grade import grade
+    from .shards import Shard
+    if not args.submissions.is_dir():
+        fail(f"no such folder: {args.submissions}")
+    if any(t is not None and t < 1 for t in (args.cell_timeout, args.wall_timeout)):
+        fail("timeouts must be at least 1 second")
+    if args.workers is not None and args.workers < 1:
+        fail("--workers must be at least 1")
+    try:
+        shard = Shard.parse(args.shard) if args.shard else None
+    except ValueError as err:
+        fail(str(err))
+    rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox, secret=args.secret,
+                 cell_seconds=args.cell_timeout, wall_seconds=args.wall_timeout, workers=args.workers,
+                 shard=shard, db=args.db)
+    print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows)")
+
+
+def _merge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", type=Path, help="the folder to write")
     p.add_argument("shards", type=Path, nargs="+", help="the shards' OUT folders")
     p.add_argument("--db", metavar="URL", help="the shards' shared gradebook: read the scores from it again "
                                                "(grades given by hand included)")
 
-    p = sub.add_parser("formgrader", help="open nbgrader's formgrader on OUT/nbgrader (manual grading)")
+
+def _merge(args: argparse.Namespace, fail: Fail) -> None:
+    from .shards import merge
+    missing = [str(s) for s in args.shards if not (s / "grades.csv").is_file()]
+    if missing:
+        fail(f"no grades.csv in {', '.join(missing)}: grade those shards first")
+    rows = merge(args.out, args.shards, args.db)
+    print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows from {len(args.shards)} shard(s))")
+
+
+def _formgrader_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
     p.add_argument("--port", type=int, default=8888)
     p.add_argument("--print", action="store_true", help="only print the command and folder")
 
-    p = sub.add_parser("export", help="write grades.csv in Canvas's or Moodle's import format")
+
+def _formgrader(args: argparse.Namespace, fail: Fail) -> int | None:
+    import subprocess
+
+    from .manual import formgrader_command
+    argv, cwd, env = formgrader_command(args.out, args.port)
+    print(f"in {cwd}: {' '.join(argv)}\nthen open Nbgrader > Formgrader (Manual grading) in JupyterLab")
+    if not args.print:
+        return subprocess.run(argv, cwd=cwd, env={**os.environ, **env}, check=False).returncode
+    return None
+
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
     p.add_argument("--lms", choices=("canvas", "moodle"), required=True)
     p.add_argument("--roster", type=Path, help="CSV: student_id and any of name, email, sis_user_id, "
@@ -92,11 +166,28 @@ def main(argv: list[str] | None = None) -> int:
                    help="give 0 to a student who handed in no notebook, once the chapter's due date and their "
                         "extension have passed (default: a blank grade)")
 
-    p = sub.add_parser("report", help="rewrite OUT/report/ from the gradebook (after manual grading)")
+
+def _export(args: argparse.Namespace, fail: Fail) -> None:
+    from .lms import export
+    for path in export(args.out, args.lms, args.roster, args.chapter, args.missing_as_zero):
+        print(f"wrote {path}")
+
+
+def _report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", type=Path, help="the OUT folder `grade` wrote")
     p.add_argument("--db", metavar="URL", help="the gradebook, if not OUT's own (grade --db)")
 
-    p = sub.add_parser("edition", help="build the student edition: no answers of chapters not yet due")
+
+def _report(args: argparse.Namespace, fail: Fail) -> None:
+    from .report import write_report
+    from .results import refresh
+    if not (args.out / "grades.csv").is_file():
+        fail(f"no grades.csv in {args.out}: run grade first")
+    refresh(args.out, args.db)
+    print(f"wrote {write_report(args.out)}")
+
+
+def _edition_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dest", type=Path, help="the folder to write (an earlier edition there is replaced)")
     p.add_argument("--now", help="the date the edition is built as of (ISO 8601, default: now; UTC unless "
                                  "it says otherwise)")
@@ -105,70 +196,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--yes", action="store_true", help="publish answers not in the earlier edition without asking "
                                                       "(e.g. from cron)")
 
-    args = parser.parse_args(argv)
-    if args.command == "release":
-        from .release import release
-        release([get_chapter(c) for c in args.chapters] or all_chapters())
-    elif args.command == "check":
-        from .selfcheck import self_check
-        if not args.notebook.is_file():
-            parser.error(f"no such notebook: {args.notebook}")
-        score, total = self_check(args.notebook)
-        return 0 if score == total else 1
-    elif args.command == "collect":
-        from .collect import collect
-        get_chapter(args.chapter)
-        found = collect(args.archive, args.chapter, args.into, args.timezone)
-        print(f"collected {len(found)} notebook(s) into {args.into}")
-    elif args.command == "grade":
-        from .grade import grade
-        from .shards import Shard
-        if not args.submissions.is_dir():
-            parser.error(f"no such folder: {args.submissions}")
-        if any(t is not None and t < 1 for t in (args.cell_timeout, args.wall_timeout)):
-            parser.error("timeouts must be at least 1 second")
-        if args.workers is not None and args.workers < 1:
-            parser.error("--workers must be at least 1")
-        try:
-            shard = Shard.parse(args.shard) if args.shard else None
-        except ValueError as err:
-            parser.error(str(err))
-        rows = grade(args.submissions, args.out, use_sandbox=not args.unsafe_no_sandbox, secret=args.secret,
-                     cell_seconds=args.cell_timeout, wall_seconds=args.wall_timeout, workers=args.workers,
-                     shard=shard, db=args.db)
-        print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows)")
-    elif args.command == "merge":
-        from .shards import merge
-        missing = [str(s) for s in args.shards if not (s / "grades.csv").is_file()]
-        if missing:
-            parser.error(f"no grades.csv in {', '.join(missing)}: grade those shards first")
-        rows = merge(args.out, args.shards, args.db)
-        print(f"wrote {args.out / 'grades.csv'} ({len(rows)} rows from {len(args.shards)} shard(s))")
-    elif args.command == "edition":
-        from .edition import build_edition, parse_when
-        due = build_edition(args.dest, parse_when(args.now) if args.now else None, args.url, args.git,
-                            confirm=None if args.yes else confirm_answers)
-        print(f"wrote the student edition to {args.dest}, with the answers of: {', '.join(due) or 'no chapter'}")
-    elif args.command == "formgrader":
-        import subprocess
 
-        from .manual import formgrader_command
-        argv, cwd, env = formgrader_command(args.out, args.port)
-        print(f"in {cwd}: {' '.join(argv)}\nthen open Nbgrader > Formgrader (Manual grading) in JupyterLab")
-        if not args.print:
-            return subprocess.run(argv, cwd=cwd, env={**os.environ, **env}, check=False).returncode
-    elif args.command == "report":
-        from .report import write_report
-        from .results import refresh
-        if not (args.out / "grades.csv").is_file():
-            parser.error(f"no grades.csv in {args.out}: run grade first")
-        refresh(args.out, args.db)
-        print(f"wrote {write_report(args.out)}")
-    elif args.command == "export":
-        from .lms import export
-        for path in export(args.out, args.lms, args.roster, args.chapter, args.missing_as_zero):
-            print(f"wrote {path}")
-    return 0
+def _edition(args: argparse.Namespace, fail: Fail) -> None:
+    from .edition import build_edition, parse_when
+    due = build_edition(args.dest, parse_when(args.now) if args.now else None, args.url, args.git,
+                        confirm=None if args.yes else confirm_answers)
+    print(f"wrote the student edition to {args.dest}, with the answers of: {', '.join(due) or 'no chapter'}")
+
+
+#: the subcommands, in the order `--help` lists them
+COMMANDS: dict[str, Command] = {
+    "release": Command("regenerate student notebooks from solutions/", _release_arguments, _release),
+    "check": Command("run a notebook's visible tests and show the score", _check_arguments, _check),
+    "collect": Command("turn an LMS zip export into SUBMISSIONS/<student>/<chapter>/", _collect_arguments, _collect),
+    "grade": Command("autograde every submission in a folder", _grade_arguments, _grade),
+    "merge": Command("one grades.csv, feedback/ and report/ from the OUT folders of shards", _merge_arguments, _merge),
+    "formgrader": Command("open nbgrader's formgrader on OUT/nbgrader (manual grading)", _formgrader_arguments,
+                          _formgrader),
+    "export": Command("write grades.csv in Canvas's or Moodle's import format", _export_arguments, _export),
+    "report": Command("rewrite OUT/report/ from the gradebook (after manual grading)", _report_arguments, _report),
+    "edition": Command("build the student edition: no answers of chapters not yet due", _edition_arguments,
+                       _edition),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, command in COMMANDS.items():
+        command.arguments(sub.add_parser(name, help=command.help))
+    args = parser.parse_args(argv)
+    status = COMMANDS[args.command].run(args, parser.error)
+    return 0 if status is None else status
 
 
 def confirm_answers(chapters: list[str]) -> bool:
