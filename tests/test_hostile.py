@@ -114,10 +114,12 @@ def printed(batch: Batch, student: str, label: str) -> str:
     """What a student's cell printed after `label` (the graded notebook is all that outlives a kernel)."""
     nb = nbformat.read(batch.paths.autograded(student) / f"{CH.id}.ipynb", as_version=4)
     for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            for line in out.get("text", "").splitlines():
-                if line.startswith(label):
-                    return line[len(label):].strip()
+        # one print can arrive as several stream outputs ("processes:", then " 41\n") when the kernel's
+        # output thread flushes between its writes, as it did on a loaded CI machine: join them first
+        text = "".join(out.get("text", "") for out in cell.get("outputs", []) if out.get("name") == "stdout")
+        for line in text.splitlines():
+            if line.startswith(label):
+                return line[len(label):].strip()
     raise AssertionError(f"{student}'s notebook printed no {label!r}")
 
 
