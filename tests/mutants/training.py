@@ -214,6 +214,7 @@ ACCEPTED = [
     Mutant("gradients cleared to zero", STEP, ((_ZERO, "optimizer.zero_grad(set_to_none=False)"),), T4),
     Mutant("gradients cleared to zero through the model", STEP, ((_ZERO, "model.zero_grad(set_to_none=False)"),), T4),
     Mutant("gradients set to None by hand", STEP, ((_ZERO, "for p in model.parameters():\n        p.grad = None"),), T4),
+    Mutant("graph switched off by inference_mode", EVAL, (("with torch.no_grad():", "with torch.inference_mode():"),), T5),
     Mutant("mode restored on an error by except and re-raise", EVAL,
            (("    finally:\n        " + _RESTORE,
              "    except BaseException:\n        " + _RESTORE + "\n        raise\n    " + _RESTORE),), T5),
