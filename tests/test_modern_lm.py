@@ -116,3 +116,26 @@ def test_nanogpts_data_files_are_written_as_its_prepare_script_writes_them(tmp_p
     train, val = np.fromfile(folder / "train.bin", dtype=np.uint16), np.fromfile(folder / "val.bin", dtype=np.uint16)
     assert train.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2] and val.tolist() == [3]
     assert pickle.loads((folder / "meta.pkl").read_bytes())["vocab_size"] == 4
+
+
+def test_adamw_step_takes_a_closure_that_computes_the_loss_and_its_gradients():
+    """step(closure) calls the closure with gradients on (step itself runs under no_grad), as PyTorch's
+    optimisers do, and returns its loss; the update is the one step() without a closure makes."""
+    from course.reference.modern import AdamW
+
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(3))
+    twin = torch.nn.Parameter(w.detach().clone())
+    opt, plain = AdamW([w], lr=0.1), AdamW([twin], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w ** 2).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    (twin ** 2).sum().backward()
+    plain.step()
+    assert loss is not None and loss.item() > 0
+    assert torch.equal(w, twin)

@@ -66,6 +66,7 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         else [((2, 4, 16), {"kind": "offset"}), ((2, 2, 3, 12), {"dtype": f64}), ((10,), {}),
               ((3, 32), {"kind": "tiny"}), ((2, 5, 8), {"kind": "tiny", "eps": 1e-4}),
               ((2, 3, 16), {"kind": "large", "dtype": f16}), ((2, 3, 16), {"dtype": bf16}),
+              ((16, 4, 64), {"dtype": bf16}),  # enough values that bfloat16 arithmetic shows on every draw
               ((2, 6, 10), {"kind": "tiny", "dtype": f64, "eps": 1e-6}), ((1, 2, 512), {}),
               ((2, 3, 7), {"d_model": 9}), ((12,), {"d_model": 16}),
               ((2, 3, 8), {"kind": "minute", "dtype": f64, "eps": 1e-60})]

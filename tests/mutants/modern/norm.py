@@ -1,5 +1,5 @@
 """11.1 RMSNorm: the syllabus's mistakes (the wrong axis, layer norm's centring, eps outside the root) and
-the usual slips (no gain, eps's default or argument, no upcast of float16, a bias), with the general
+the usual slips (no gain, eps's default or argument, no upcast of float16 or of bfloat16, a bias), with the general
 classes: no ValueError, x changed in place, the dtype not cast back, a forbidden call."""
 
 from submissions import Mutant
@@ -29,6 +29,8 @@ MUTANTS = [
            hint="Did you ignore the eps argument?"),
     Mutant("RMSNorm: float16 computed in float16", NORM, ((_UP, "h = x"),), T,
            hint="Did you compute in half precision?"),
+    Mutant("RMSNorm: bfloat16 computed in bfloat16", NORM,
+           ((_UP, "h = x.float() if x.dtype == torch.float16 else x"),), T, hint="Did you compute in half precision?"),
     Mutant("RMSNorm: every dtype computed in float32", NORM, ((_UP, "h = x.float()"),), T,
            hint="Did you compute a float64 input in float32?"),
     Mutant("RMSNorm: a bias", NORM, ((_GAIN, _GAIN + "\n        self.bias = nn.Parameter(torch.zeros(d_model))"),),
