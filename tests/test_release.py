@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from course.probing.plain import _decode
+from course.probing.plain import from_json_value
 
 from autograder.chapters import all_chapters
 from autograder.lint import lint_solution
@@ -46,7 +46,7 @@ def _differs(old, new, where: str) -> str | None:
     if isinstance(old, dict) and ("__ndarray__" in old or "__float__" in old):
         if not isinstance(new, dict) or old.keys() != new.keys():
             return where
-        a, b = _decode(old), _decode(new)
+        a, b = from_json_value(old), from_json_value(new)
         if isinstance(a, float):
             return None if math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6) or (math.isnan(a) and math.isnan(b)) else where
         same = a.shape == b.shape and a.dtype == b.dtype and np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)

@@ -111,7 +111,7 @@ def _encode(x: Any, depth: int = 0) -> Any:
     if depth > 30:
         raise TypeError("a case nested too deeply")
     if isinstance(x, torch.Tensor):
-        return {"__tensor__": plain._encode(x.detach().cpu().float() if x.dtype == torch.bfloat16 else x),
+        return {"__tensor__": plain.to_json_value(x.detach().cpu().float() if x.dtype == torch.bfloat16 else x),
                 "dtype": plain.dtype_name(x.dtype), "grad": x.requires_grad}
     if isinstance(x, torch.dtype):
         return {"__dtype__": plain.dtype_name(x)}
@@ -137,7 +137,7 @@ def _encode(x: Any, depth: int = 0) -> Any:
             raise TypeError(f"a case holds the function {x!r}, which cannot travel: add it to FUNCTIONS")
         return {"__function__": name}
     if x is None or isinstance(x, (bool, int, float, str, np.ndarray, np.generic)):
-        return plain._encode(x, depth)
+        return plain.to_json_value(x, depth)
     raise TypeError(f"a case holds a {type(x).__name__}, which cannot travel to the kernel: "
                     "register it with `transportable`")
 
@@ -156,9 +156,9 @@ def _decode(x: Any) -> Any:
     if isinstance(x, list):
         return [_decode(v) for v in x]
     if not isinstance(x, dict):
-        return plain._decode(x)
+        return plain.from_json_value(x)
     if "__tensor__" in x:
-        t = torch.from_numpy(plain._decode(x["__tensor__"]))
+        t = torch.from_numpy(plain.from_json_value(x["__tensor__"]))
         t = t.to(getattr(torch, x["dtype"]))
         return t.requires_grad_(True) if x["grad"] else t
     if "__dtype__" in x:
@@ -179,7 +179,7 @@ def _decode(x: Any) -> Any:
         return _resolve(x["__function__"])
     if "__object__" in x:
         return _OBJECTS[x["__object__"]].from_state(_decode(x["state"]))
-    return plain._decode(x)
+    return plain.from_json_value(x)
 
 
 def decode_cases(text: str) -> list[Case]:

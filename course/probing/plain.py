@@ -51,7 +51,9 @@ def raised(exc: BaseException) -> Raised:
 
 # --------------------------------------------------------------- encoding ---
 
-def _encode(x: Any, depth: int = 0) -> Any:
+def to_json_value(x: Any, depth: int = 0) -> Any:
+    """`x` as a JSON-ready value (what `encode` writes as text). `course.probing.cases`, the codec of the
+    inputs the trusted side sends a kernel, extends it with the types only inputs may hold."""
     if depth > 20:
         raise TypeError("nested too deeply to record")
     if x is None or isinstance(x, bool):
@@ -65,7 +67,7 @@ def _encode(x: Any, depth: int = 0) -> Any:
     if isinstance(x, Raised):
         return {"__raised__": list(x.names), "message": x.message}
     if isinstance(x, np.generic):
-        return _encode(x.item(), depth + 1)
+        return to_json_value(x.item(), depth + 1)
     array = _as_numpy(x)
     if array is not None:
         if array.dtype.name not in ALLOWED_DTYPES:
@@ -74,11 +76,11 @@ def _encode(x: Any, depth: int = 0) -> Any:
         return {"__ndarray__": array.dtype.name, "shape": list(array.shape),
                 "data": base64.b64encode(array.tobytes()).decode("ascii")}
     if isinstance(x, tuple):
-        return {"__tuple__": [_encode(v, depth + 1) for v in x]}
+        return {"__tuple__": [to_json_value(v, depth + 1) for v in x]}
     if isinstance(x, list):
-        return [_encode(v, depth + 1) for v in x]
+        return [to_json_value(v, depth + 1) for v in x]
     if isinstance(x, dict):
-        return {"__dict__": [[_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in x.items()]}
+        return {"__dict__": [[to_json_value(k, depth + 1), to_json_value(v, depth + 1)] for k, v in x.items()]}
     raise TypeError(f"cannot record a value of type {type(x).__name__}")
 
 
@@ -99,7 +101,7 @@ def _as_numpy(x: Any) -> np.ndarray | None:
 
 def encode(x: Any) -> str:
     """Serialise a result (student side) to a JSON string."""
-    return json.dumps(_encode(x))
+    return json.dumps(to_json_value(x))
 
 
 # --------------------------------------------------------------- decoding ---
@@ -108,7 +110,9 @@ class BadRecord(ValueError):
     """The recorded data is not in the expected form (tampered or corrupt)."""
 
 
-def _decode(x: Any, depth: int = 0) -> Any:
+def from_json_value(x: Any, depth: int = 0) -> Any:
+    """The plain value a JSON-ready record stands for; BadRecord for anything else (the judge's side:
+    nothing but plain values and arrays of `ALLOWED_DTYPES` is built)."""
     if depth > 40:
         raise BadRecord("nested too deeply")
     if x is None or type(x) in (bool, int, str):
@@ -116,7 +120,7 @@ def _decode(x: Any, depth: int = 0) -> Any:
     if type(x) is float:
         return x
     if type(x) is list:
-        return [_decode(v, depth + 1) for v in x]
+        return [from_json_value(v, depth + 1) for v in x]
     if type(x) is not dict or len(x) == 0:
         raise BadRecord(f"unexpected value {type(x).__name__}")
     if "__float__" in x:
@@ -127,16 +131,16 @@ def _decode(x: Any, depth: int = 0) -> Any:
             raise BadRecord("bad exception record")
         return Raised(tuple(names), str(x.get("message", ""))[:500])
     if "__tuple__" in x:
-        return tuple(_decode(v, depth + 1) for v in _expect_list(x["__tuple__"]))
+        return tuple(from_json_value(v, depth + 1) for v in _expect_list(x["__tuple__"]))
     if "__dict__" in x:
         out = {}
         for pair in _expect_list(x["__dict__"]):
             if type(pair) is not list or len(pair) != 2:
                 raise BadRecord("bad dict record")
-            key = _decode(pair[0], depth + 1)
+            key = from_json_value(pair[0], depth + 1)
             if not isinstance(key, (str, int, float, bool, tuple)) or _unhashable(key):
                 raise BadRecord("bad dict key")
-            out[key] = _decode(pair[1], depth + 1)
+            out[key] = from_json_value(pair[1], depth + 1)
         return out
     if "__ndarray__" in x:
         return _decode_array(x)
@@ -175,7 +179,7 @@ def _decode_array(x: dict) -> np.ndarray:
 def decode(text: str) -> Any:
     """Rebuild a recorded result (judge side) from its JSON string."""
     try:
-        return _decode(json.loads(text))
+        return from_json_value(json.loads(text))
     except (ValueError, TypeError, RecursionError) as err:
         if isinstance(err, BadRecord):
             raise

@@ -23,7 +23,7 @@ from course.cells import check_calls
 from course.protocol import BOOK_ENV, cases_name
 
 from .cases import Case, decode_cases
-from .plain import _decode, _encode, to_plain
+from .plain import from_json_value, to_json_value, to_plain
 from .runner import CheckUnavailable, probe_of, run_student
 from .verdicts import (NOT_APPLICABLE, UNAVAILABLE, Raises, Standard, Verdict, Wrong, evaluate, judge_text, summary,
                        unjudged)
@@ -42,22 +42,22 @@ def encode_answer(want: Any) -> Any:
     """An answer (plain data, or `Raises`) as JSON-ready data."""
     if isinstance(want, Raises):
         return {"raises": list(want.names), "why": want.why}
-    return {"value": _encode(to_plain(want))}
+    return {"value": to_json_value(to_plain(want))}
 
 
 def decode_answer(data: dict) -> Any:
     if "raises" in data:
         return Raises(tuple(data["raises"]), data["why"])
-    return _decode(data["value"])
+    return from_json_value(data["value"])
 
 
 def encode_wrong(output: Any) -> Any:
     """A mistake's output on one case (plain data, a `Raised`, or NOT_APPLICABLE)."""
-    return None if output is NOT_APPLICABLE else {"value": _encode(output)}
+    return None if output is NOT_APPLICABLE else {"value": to_json_value(output)}
 
 
 def decode_wrong(data: Any) -> Any:
-    return NOT_APPLICABLE if data is None else _decode(data["value"])
+    return NOT_APPLICABLE if data is None else from_json_value(data["value"])
 
 
 @functools.cache
