@@ -264,18 +264,26 @@ def _deadline(seconds: float | None) -> Iterator[None]:
     """Raise `_CaseTimeout` in the block once the main thread has used `seconds` of processor time (None,
     or off the main thread: no deadline). A watchdog thread reads the main thread's clock and signals
     it (SIGPROF). Never in the middle of an import (torch imports torch._dynamo, seconds of work, the
-    first time an optimiser is built): a module stopped half-way would break every later call; the
-    watchdog signals again until the import is done."""
+    first time an optimiser is built): a module stopped half-way would break every later call. Nor is an
+    import's work charged to the case: each time the watchdog looks, the time since it last looked goes
+    to the import if the main thread is importing (a module that loops forever as it is imported is
+    stopped by its test cell's time limit)."""
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
     main = threading.get_ident()
     clock = time.pthread_getcpuclockid(main)
-    start, done = time.clock_gettime(clock), threading.Event()
+    done = threading.Event()
 
     def watch() -> None:
+        charged, last = 0.0, time.clock_gettime(clock)
         while not done.wait(_WATCH_SECONDS):
-            if time.clock_gettime(clock) - start > seconds:
+            now = time.clock_gettime(clock)
+            frame = sys._current_frames().get(main)
+            if frame is None or not _importing(frame):
+                charged += now - last
+            last = now
+            if charged > seconds:
                 signal.pthread_kill(main, signal.SIGPROF)
 
     def out_of_time(signum: int, frame: Any) -> None:
