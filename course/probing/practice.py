@@ -171,7 +171,7 @@ def check_here(name: str, obj: Any, hidden: bool, caller: Any) -> None:
     judged against the oracle, which only an instructor's copy holds."""
     __tracebackhide__ = True
     if hidden:
-        from course.checks.framework import judge_here
+        from course.checks.framework import judge_here  # the oracles: only an instructor's copy has them
         ok, report = judge_here(name, obj, hidden=True)
     else:
         ok, report, _ = judge_visible(name, obj)

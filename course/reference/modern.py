@@ -48,9 +48,10 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
         raise ValueError(f"d_head must be even, got {d_head}")
     if positions.shape != (x.shape[-2],):
         raise ValueError(f"positions must have shape ({x.shape[-2]},), got {tuple(positions.shape)}")
-    i = torch.arange(d_head // 2, dtype=torch.float64, device=x.device)
-    angle = positions.to(torch.float64)[:, None] * base ** (-2 * i / d_head)    # (seq, d_head / 2)
-    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    work = torch.device("cpu") if x.device.type == "mps" else x.device         # Apple's MPS has no float64
+    i = torch.arange(d_head // 2, dtype=torch.float64, device=work)
+    angle = positions.to(work, torch.float64)[:, None] * base ** (-2 * i / d_head)  # (seq, d_head / 2)
+    cos, sin = torch.cos(angle).to(x.device, x.dtype), torch.sin(angle).to(x.device, x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]                                      # (..., seq, d_head / 2)
     out = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (..., seq, d_head / 2, 2)
     return out.flatten(-2)

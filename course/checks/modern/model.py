@@ -215,10 +215,13 @@ def _lm_case(rng: np.random.Generator, b: int, n: int | list[int], t: int, h: in
 
 
 def lm_step(w: dict, c: dict, ids: torch.Tensor, caches: list | None, *, final_norm: bool = True,
-            per_layer: str = "own", positions: bool = False) -> tuple[torch.Tensor, list]:
+            per_layer: str = "own", positions: bool = False, scaled: bool = False) -> tuple[torch.Tensor, list]:
     """The model in float64: (logits (b, n, vocab), the new caches). Knobs: final_norm; per_layer ('own', 'none':
-    caches ignored, 'first': every layer given the first layer's); positions (a sinusoidal table added)."""
+    caches ignored, 'first': every layer given the first layer's); positions (a sinusoidal table added); scaled
+    (the embedding multiplied by sqrt(d_model), as chapter 10's model does)."""
     x = w["embedding.weight"].double()[ids]
+    if scaled:
+        x = x * math.sqrt(c["d_model"])
     if positions:
         x = x + sinusoidal_encoding(ids.shape[1], c["d_model"]).double()
     new = []
@@ -269,6 +272,8 @@ _LM_MISTAKES = [
             variant(_lm, per_layer="first")),
     Mistake("Did you add positions at the embedding? The model has no position table: RoPE inside each "
             "attention layer is its only position information.", variant(_lm, positions=True)),
+    Mistake("Did you scale the embedding by sqrt(d_model), as chapter 10's model does? The modern model feeds the "
+            "embedding's rows in as they are: x = embedding(ids).", variant(_lm, scaled=True)),
 ]
 _LM_HINT = ("forward(ids, caches=None): x = embedding(ids); x, caches[i] = layers[i](x, caches[i]) for each layer "
             "(caches[i] None on the first call); return (output(norm(x)), the new caches, one per layer). No "

@@ -133,7 +133,7 @@ _MISTAKES = [
     Mistake("Did you use the positions 0 .. seq - 1 instead of the positions given? Row j turns by positions[j] * "
             "theta_i (in a KV cache the new rows sit at t, t + 1, ...).", variant(_rope, positions="arange")),
     Mistake("Did you compute the angles in float32? Near position 10^7 float32 angles are off by up to about "
-            "half a radian in the fast-turning pairs: compute positions * theta in float64, take cos and sin, then "
+            "0.6 radian in the fast-turning pairs: compute positions * theta in float64, take cos and sin, then "
             "cast to x's dtype.",
             variant(_rope, angles=torch.float32)),
     Mistake("Did you compute the frequencies theta_i in float32 (as Llama's code does)? Near position 10^7 "

@@ -25,11 +25,11 @@ def _shift_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [([2, 4], 4, 1, 2, 0, torch.int64), ([3, 1, 5], 5, 1, 2, 0, torch.int64)] if not hidden else [
         ([3, 6, 1, 4], 6, 1, 2, 0, torch.int64), ([2, 5, 5], 5, 5, 6, 3, torch.int64),
         ([0, 3], 4, 1, 2, 0, torch.int64), ([1], 1, 1, 2, 0, torch.int64), ([4, 2, 7, 1, 3], 7, 2, 3, 1, torch.int32),
-        ([2, 2], 3, 10, 11, 12, torch.int64), (None, 3, 1, 2, 0, torch.int64)]
+        ([2, 2], 3, 10, 11, 12, torch.int64), (None, 3, 1, 2, 0, torch.int64), ("1-d", 4, 1, 2, 0, torch.int64)]
     cases = []
     for lengths, n, bos, eos, pad, dtype in specs:
-        if lengths is None:  # not (batch, n): a 3-dimensional tensor
-            tgt = torch.from_numpy(rng.integers(3, 9, size=(2, 2, n))).to(dtype)
+        if lengths is None or lengths == "1-d":  # not (batch, n): a 3- or a 1-dimensional tensor
+            tgt = torch.from_numpy(rng.integers(3, 9, size=(2, 2, n) if lengths is None else (n,))).to(dtype)
         else:
             symbols = [i for i in range(20) if i not in (0, 1, 2, bos, eos, pad)]
             tgt = torch.full((len(lengths), n), pad, dtype=dtype)
@@ -37,7 +37,7 @@ def _shift_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                 tgt[b, :length] = torch.from_numpy(rng.choice(symbols, size=length)).to(dtype)
             if pad != 0 and lengths[0] > 0:
                 tgt[0, 0] = 0                     # a real token 0, where the padding id is not 0
-        what = f"rows of {lengths} tokens padded to {n}" if lengths is not None else f"a 3-d tensor {tuple(tgt.shape)}"
+        what = f"rows of {lengths} tokens padded to {n}" if tgt.dim() == 2 else f"a {tgt.dim()}-d tensor {tuple(tgt.shape)}"
         cases.append(Case(f"tgt {what} ({dtype_name(dtype)}), bos={bos}, eos={eos}, pad={pad}",
                           (tgt, bos, eos, pad)))
     return cases
@@ -74,8 +74,8 @@ _NOT_SHIFTED = ("Did you forget to shift? The target at position i is the token 
 
 # ------------------------------------------------------- 10.6 masked tokens ---
 
-def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, specials: list[int], mask_id: int,
-               p: float, pad_tail: int = 0, global_rng: bool = False, *, rates: bool = False) -> Case:
+def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, specials: list[int] | tuple[int, ...],
+               mask_id: int, p: float, pad_tail: int = 0, global_rng: bool = False, *, rates: bool = False) -> Case:
     """p is left out where it is the default (0.15); with global_rng, so is the generator: torch's global
     generator, seeded by the check, is then the one the contract names. `rates`: a mask_tokens_rates
     case, whose single seeded draw (`mask_once`) always passes a generator (no "global_rng" in meta)."""
@@ -95,7 +95,7 @@ def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, special
 def _mask_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(2, 12, 20, [0, 1, 2], 1, 0.3, 3), (3, 8, 15, [0, 1], 1, 0.15, 0)] if not hidden else [
         (4, 16, 30, [0, 1, 2, 3], 3, 0.25, 4), (1, 40, 12, [5, 0], 5, 0.5, 6), (3, 10, 25, [0, 1, 2], 2, 0.0, 2),
-        (2, 9, 18, [0, 1, 2], 1, 1.0, 3), (5, 7, 40, [7, 8, 9], 9, 0.15, 0), (2, 6, 10, [0, 1], 1, 1.5, 0),
+        (2, 9, 18, [0, 1, 2], 1, 1.0, 3), (5, 7, 40, (7, 8, 9), 9, 0.15, 0), (2, 6, 10, [0, 1], 1, 1.5, 0),
         (2, 6, 10, [0, 1], 1, -0.1, 0), (4, 16, 30, [0, 1, 2], 1, 0.3, 0, True), (4, 16, 30, [0, 1, 2], 1, 0.15, 2, True)]
     return [_mask_case(rng, *spec) for spec in specs]
 

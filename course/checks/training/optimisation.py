@@ -243,10 +243,12 @@ register(
     __name__,
     Check(name="lr_at", cases=_lr_cases, expected=_lr,
           mistakes=[Mistake("Is your warm-up one step late? Step 0 must already train: lr = max_lr * (step + 1) / "
-                            "warmup_steps, reaching max_lr at step warmup_steps - 1.",
+                            "warmup_steps, reaching max_lr at step warmup_steps - 1 (CS336 starts at 0, "
+                            "max_lr * step / warmup_steps: another convention than this contract's).",
                             unless(_warm, variant(_lr, warmup="step"))),
                     Mistake("Did you divide by warmup_steps + 1? The warm-up reaches max_lr at step warmup_steps - 1: "
-                            "lr = max_lr * (step + 1) / warmup_steps.", unless(_warm, variant(_lr, warmup="of w + 1"))),
+                            "lr = max_lr * (step + 1) / warmup_steps (nanoGPT divides by warmup_steps + 1: "
+                            "another convention than this contract's).", unless(_warm, variant(_lr, warmup="of w + 1"))),
                     Mistake("Did you warm up through step warmup_steps (step <= warmup_steps)? The warm-up covers "
                             "steps 0 .. warmup_steps - 1; at step warmup_steps the rate is max_lr, where the "
                             "cosine starts.", unless(_warm, variant(_lr, warmup="<="))),

@@ -47,6 +47,9 @@ MUTANTS = [
            ((_EMB, "from course.reference.positional_encoding import sinusoidal_encoding\n        "
                    "x = self.embedding(ids) + sinusoidal_encoding(ids.shape[1], self.embedding.embedding_dim)"),), T7,
            hint="Did you add positions at the embedding?"),
+    Mutant("embedding scaled by sqrt(d_model)", LM,
+           ((_EMB, "x = self.embedding(ids) * self.embedding.embedding_dim ** 0.5"),), T7,
+           hint="Did you scale the embedding by sqrt(d_model)"),
     Mutant("output layer with a bias", LM,
            (("self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)",
              "self.output = nn.Linear(c.d_model, c.vocab_size)"),), T7,

@@ -7,10 +7,10 @@ from submissions import Mutant
 ROPE, T = "rope", ("test-rope",)
 _ODD = "if d_head % 2:"
 _SHAPE = "if positions.shape != (x.shape[-2],):"
-_I = "i = torch.arange(d_head // 2, dtype=torch.float64, device=x.device)"
-_POS = "angle = positions.to(torch.float64)[:, None]"
+_I = "i = torch.arange(d_head // 2, dtype=torch.float64, device=work)"
+_POS = "angle = positions.to(work, torch.float64)[:, None]"
 _FREQ = "base ** (-2 * i / d_head)"
-_COS = "cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)"
+_COS = "cos, sin = torch.cos(angle).to(x.device, x.dtype), torch.sin(angle).to(x.device, x.dtype)"
 _PAIRS = "even, odd = x[..., 0::2], x[..., 1::2]"
 _ROT = "even * cos - odd * sin, even * sin + odd * cos"
 _RET = "return out.flatten(-2)"
@@ -27,7 +27,7 @@ MUTANTS = [
     Mutant("RoPE: frequencies base ** (-i / d)", ROPE, ((_FREQ, "base ** (-i / d_head)"),), T,
            hint="Did you use the frequencies base ** (-i / d_head)?"),
     Mutant("RoPE: positions 0 .. seq - 1", ROPE,
-           ((_POS, "angle = torch.arange(x.shape[-2], dtype=torch.float64, device=x.device)[:, None]"),), T,
+           ((_POS, "angle = torch.arange(x.shape[-2], dtype=torch.float64, device=work)[:, None]"),), T,
            hint="Did you use the positions 0 .. seq - 1 instead of the positions given?"),
     Mutant("RoPE: angles in float32", ROPE,
            ((_I, _I.replace("float64", "float32")), (_POS, _POS.replace("float64", "float32"))), T,
@@ -41,5 +41,5 @@ MUTANTS = [
     Mutant("RoPE: x rotated in place", ROPE, ((_RET, "return x.copy_(out.flatten(-2))"),), T,
            hint="changed its input"),
     Mutant("RoPE: float64 result (cos and sin not cast)", ROPE,
-           ((_COS, "cos, sin = torch.cos(angle), torch.sin(angle)"),), T, hint="expected dtype float32"),
+           ((_COS, "cos, sin = torch.cos(angle).to(x.device), torch.sin(angle).to(x.device)"),), T, hint="expected dtype float32"),
 ]
