@@ -4,8 +4,8 @@ A chapter's check module (``course.checks.<topic>``) describes its cases, its
 oracle and its known mistakes; the plumbing lives here, written once:
 
 * hints: `same_in_both_modes` (the sentence for a module with no dropout);
-* inputs: `even`, `grown`, `drawn_shape`, `drawn_p`, `randn`, `causal_mask`, `padding_mask`; a draw that shows its clause
-  whatever the seed: `drawn_until`;
+* inputs: `even`, `grown`, `drawn_shape`, `drawn_p`, `randn`, `causal_mask`, `padding_mask`; a draw
+  that shows its clause whatever the seed: `drawn_until`;
 * expected errors: `raises` (the oracle's answer where the contract asks for
   an exception);
 * mistakes as the chapter's oracle with knobs: `variant(oracle, **knobs)`,

@@ -89,8 +89,8 @@ _INIT_SLIPS = [  # (hint, `_init_expected` knobs)
     ("gamma and beta are float32 (nn.Parameter(torch.ones(d_model)) is), not float64.", {"dtype": "float64"}),
 ]
 _MODULE_HINT = ("forward(x) is your layer_norm(x, self.gamma, self.beta, self.eps): same shape and dtype as x, any "
-                "leading dimensions. The module has no dropout, so training and eval mode must agree: " + kit.same_in_both_modes() + " If your layer_norm fails its own "
-                "tests, fix it first.")
+                "leading dimensions. The module has no dropout, so training and eval mode must agree: "
+                + kit.same_in_both_modes() + " If your layer_norm fails its own tests, fix it first.")
 
 
 def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:

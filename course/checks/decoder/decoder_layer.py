@@ -131,7 +131,8 @@ CROSS_MISTAKES = [
 ]
 _HINT = ("Pre-LN, three sub-layers: x = x + dropout(self_attn(norm1(x), mask=tgt_mask)); then x = x + "
          "dropout(cross_attn(norm2(x), memory, memory, mask=memory_mask)) (keep its weights in "
-         "self.cross_weights); then x + dropout(ffn(norm3(x))). No dropout at p = 0: " + kit.same_in_both_modes("layer"))
+         "self.cross_weights); then x + dropout(ffn(norm3(x))). No dropout at p = 0: "
+         + kit.same_in_both_modes("layer"))
 
 
 def _cross_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:

@@ -188,7 +188,8 @@ _MISTAKES = [
 _HINT = ("forward(x, cache=None) returns (W_o(merge_heads(attention)), (k, v)): q, k, v from W_q, W_k, W_v "
          "(split into num_heads and num_kv_heads heads), q and k rotated at positions t .. t + n - 1 (t cached), "
          "k and v appended to the cache along dim=2, query head j attending with key/value head "
-         "j // (num_heads // num_kv_heads), causally. x and the cache are left unchanged. No dropout: " + kit.same_in_both_modes())
+         "j // (num_heads // num_kv_heads), causally. x and the cache are left unchanged. No dropout: "
+         + kit.same_in_both_modes())
 
 
 # ---------------------------------------------------- parameters, errors ---

@@ -190,7 +190,8 @@ register(
     Check(name="rmsnorm", cases=_cases, expected=_oracle, mistakes=_MISTAKES, rtol=RTOL, atol=ATOL,
           hint="forward(x) = x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight, for x of any shape (..., "
                "d_model); float32 and float64 in the input's dtype, float16 and bfloat16 computed in "
-               "float32 (gain included) and cast back; ValueError when x's last axis is not d_model; x left unchanged. No dropout: " + kit.same_in_both_modes()),
+               "float32 (gain included) and cast back; ValueError when x's last axis is not d_model; x left "
+               "unchanged. No dropout: " + kit.same_in_both_modes()),
     Check(name="rmsnorm_parameters", guard=True, cases=_new_cases, expected=_new, rtol=RTOL, atol=ATOL,
           mistakes=[Mistake(hint, variant(_new, **knobs)) for hint, knobs in _NEW_SLIPS],
           hint="A new RMSNorm(d_model, eps) holds exactly one parameter, weight = nn.Parameter(torch.ones(d_model)) "

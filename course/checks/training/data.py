@@ -37,7 +37,8 @@ def _shift_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
                 tgt[b, :length] = torch.from_numpy(rng.choice(symbols, size=length)).to(dtype)
             if pad != 0 and lengths[0] > 0:
                 tgt[0, 0] = 0                     # a real token 0, where the padding id is not 0
-        what = f"rows of {lengths} tokens padded to {n}" if tgt.dim() == 2 else f"a {tgt.dim()}-d tensor {tuple(tgt.shape)}"
+        what = (f"rows of {lengths} tokens padded to {n}" if tgt.dim() == 2
+                else f"a {tgt.dim()}-d tensor {tuple(tgt.shape)}")
         cases.append(Case(f"tgt {what} ({dtype_name(dtype)}), bos={bos}, eos={eos}, pad={pad}",
                           (tgt, bos, eos, pad)))
     return cases
