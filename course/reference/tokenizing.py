@@ -202,3 +202,56 @@ class ByteBPETokenizer:
                 raise ValueError(f"id {i} is outside the vocabulary (0..{self.vocab_size - 1})")
         data = from_bytechars("".join(self.itos[i] for i in ids))
         return data.decode("utf-8", errors="replace")
+
+
+from collections import defaultdict
+
+
+def train_bpe_fast(corpus: str, num_merges: int) -> list[tuple[str, str]]:
+    """train_bpe's merges, with each merge updating only the words that hold its pair.
+
+    Returns the same list as train_bpe(corpus, num_merges).
+    """
+    if num_merges < 0:
+        raise ValueError(f"num_merges must be >= 0, got {num_merges}")
+    word_counts = Counter(pretokenize(corpus))
+    words = [list(word) for word in word_counts]  # each distinct word once, as its current tokens
+    freqs = list(word_counts.values())
+    pair_counts: Counter = Counter()
+    holders: defaultdict = defaultdict(set)  # pair -> the positions in `words` of the words that hold it
+    for i, tokens in enumerate(words):
+        for pair in zip(tokens, tokens[1:]):
+            pair_counts[pair] += freqs[i]
+            holders[pair].add(i)
+    merges: list[tuple[str, str]] = []
+    while len(merges) < num_merges and pair_counts:
+        top = max(pair_counts.values())
+        if top < 2:
+            break
+        best = max(pair for pair, count in pair_counts.items() if count == top)  # ties: greatest pair
+        merges.append(best)
+        for i in holders.pop(best):
+            tokens, freq = words[i], freqs[i]
+            for pair in zip(tokens, tokens[1:]):  # the word's old pairs go
+                pair_counts[pair] -= freq
+                if pair_counts[pair] == 0:
+                    del pair_counts[pair]
+            tokens = words[i] = merge_pair(tokens, best)
+            for pair in zip(tokens, tokens[1:]):  # its new pairs come
+                pair_counts[pair] += freq
+                holders[pair].add(i)
+    return merges
+
+
+def split_specials(text: str, specials: list[str]) -> list[str]:
+    """Cut `text` into pieces: each special token (the longest, where several start) and the text between.
+
+    Returns a new list of non-empty strings whose concatenation is `text`.
+    """
+    if any(special == "" for special in specials):
+        raise ValueError("a special token cannot be the empty string")
+    if not specials:
+        return [text] if text else []
+    # a regular expression tries its alternatives in order: the longest first wins where several match
+    pattern = "|".join(re.escape(special) for special in sorted(specials, key=len, reverse=True))
+    return [piece for piece in re.split(f"({pattern})", text) if piece]  # the group keeps the specials

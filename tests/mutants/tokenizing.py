@@ -1,8 +1,9 @@
 from submissions import Mutant
 
-CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE = ("char-tokenizer", "merge-pair", "train-bpe", "bpe-encode", "bpe-tokenizer",
-                                         "byte-bpe")
-T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE, T_BYTE = (f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE))
+CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT = ("char-tokenizer", "merge-pair", "train-bpe", "bpe-encode",
+                                                      "bpe-tokenizer", "byte-bpe", "train-bpe-fast", "split-specials")
+T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE, T_BYTE, T_FAST, T_SPLIT = (
+    f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT))
 
 _SPECIALS_FIRST = "Did you put the special tokens after the other tokens?"
 _HARD_CODED = "Did you hard-code the ids of the special tokens as 0..3?"
@@ -14,6 +15,14 @@ _TIES = "How do you break ties?"
 _TRAIN_LOOP = ("    while len(merges) < num_merges:\n        pair_counts: Counter = Counter()\n"
                "        for tokens, count in words:\n            for pair in zip(tokens, tokens[1:]):\n"
                "                pair_counts[pair] += count\n")
+_FAST_UPDATE = ("        for i in holders.pop(best):\n            tokens, freq = words[i], freqs[i]\n"
+                "            for pair in zip(tokens, tokens[1:]):  # the word's old pairs go\n"
+                "                pair_counts[pair] -= freq\n                if pair_counts[pair] == 0:\n"
+                "                    del pair_counts[pair]\n"
+                "            tokens = words[i] = merge_pair(tokens, best)\n"
+                "            for pair in zip(tokens, tokens[1:]):  # its new pairs come\n"
+                "                pair_counts[pair] += freq\n                holders[pair].add(i)\n")
+_BOTH_SIDES = "so that the pairs on both sides of each occurrence change"
 _ENCODE_LOOP = ("            for pair in merges:  # rank order: the order of learning\n"
                 "                if len(tokens) < 2:\n                    break\n"
                 "                tokens = merge_pair(tokens, pair)\n")
@@ -194,4 +203,54 @@ MUTANTS = [
     Mutant("byte: duplicate merged strings added twice", BYTE,
            (("            if first + second not in self.stoi:  # two merges may build the same string\n",
              "            if True:\n"),), (T_BYTE,), hint="Did you add a merged token twice?"),
+    # ---- train_bpe_fast (exercise 1.7)
+    Mutant("fast: recounts every pair after every merge", FAST,
+           (("        top = max(pair_counts.values())\n",
+             "        pair_counts = Counter()\n        for tokens, freq in zip(words, freqs):\n"
+             "            for pair in zip(tokens, tokens[1:]):\n                pair_counts[pair] += freq\n"
+             "        if not pair_counts:\n            break\n        top = max(pair_counts.values())\n"),
+            (_FAST_UPDATE, "        words = [merge_pair(tokens, best) for tokens in words]\n")), (T_FAST,),
+           hint="Did you recount every pair after every merge?"),
+    Mutant("fast: a merged word's old pairs not taken out", FAST,
+           (("            for pair in zip(tokens, tokens[1:]):  # the word's old pairs go\n"
+             "                pair_counts[pair] -= freq\n                if pair_counts[pair] == 0:\n"
+             "                    del pair_counts[pair]\n", ""),), (T_FAST,), hint=_BOTH_SIDES),
+    Mutant("fast: only the merged pair's own count taken out", FAST,
+           ((_FAST_UPDATE,
+             "        for i in holders.pop(best):\n            tokens, freq = words[i], freqs[i]\n"
+             "            merged = merge_pair(tokens, best)\n"
+             "            pair_counts[best] -= freq * (len(tokens) - len(merged))  # one per occurrence\n"
+             "            for pair in zip(merged, merged[1:]):\n"
+             "                if best[0] + best[1] in pair:  # the pairs the new token is in\n"
+             "                    pair_counts[pair] += freq\n                    holders[pair].add(i)\n"
+             "            words[i] = merged\n"),), (T_FAST,), hint=_BOTH_SIDES),
+    Mutant("fast: the words that hold a new pair not recorded", FAST,
+           (("                pair_counts[pair] += freq\n                holders[pair].add(i)\n",
+             "                pair_counts[pair] += freq\n"),), (T_FAST,),
+           hint="record that the word holds each new pair"),  # holders.pop(best) raises KeyError
+    Mutant("fast: ties to the smallest pair", FAST,
+           (("best = max(pair for pair, count", "best = min(pair for pair, count"),), (T_FAST,), hint=_TIES),
+    # ---- split_specials (exercise 1.8)
+    Mutant("split: specials tried in the order given", SPLIT,
+           (("sorted(specials, key=len, reverse=True)", "specials"),), (T_SPLIT,), hint="Take the longest"),
+    Mutant("split: shortest special first", SPLIT,
+           (("sorted(specials, key=len, reverse=True)", "sorted(specials, key=len)"),), (T_SPLIT,),
+           hint="Take the longest"),
+    Mutant("split: specials not escaped", SPLIT, (("re.escape(special)", "special"),), (T_SPLIT,),
+           hint="unescaped"),
+    Mutant("split: empty pieces kept", SPLIT, (('re.split(f"({pattern})", text) if piece]',
+                                                're.split(f"({pattern})", text)]'),), (T_SPLIT,),
+           hint="Are there empty strings among your pieces?"),
+    Mutant("split: no capturing group (specials dropped)", SPLIT,
+           (('re.split(f"({pattern})", text)', "re.split(pattern, text)"),), (T_SPLIT,),
+           hint="Are your specials missing from the pieces?"),
+    Mutant("split: str.split by each special in turn", SPLIT,
+           (("    # a regular expression tries its alternatives in order",
+             "    pieces = [text]\n    for special in specials:  # one after another, in the order given\n"
+             "        cut = []\n        for piece in pieces:\n            if piece in specials:\n"
+             "                cut.append(piece)\n                continue\n"
+             "            for k, part in enumerate(piece.split(special)):\n"
+             "                cut += [special] * (k > 0) + [part]\n        pieces = cut\n"
+             "    return [piece for piece in pieces if piece]\n"
+             "    # a regular expression tries its alternatives in order"),), (T_SPLIT,), hint="the longest"),
 ]

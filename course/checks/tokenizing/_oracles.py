@@ -1,4 +1,5 @@
-"""The chapter's oracles, written independently of the solution cells: `_merge`, `_train`, `_encode`, and
+"""The chapter's oracles, written independently of the solution cells: `_merge`, `_train`, `_train_fast`,
+`_encode`, and
 `_Tokenizer` for both tokenizer classes (run by `_use` as the student's are, and read as the judge reads
 them, with `course.probing.calls.tokenizing.tokenizer_facts`), with knobs for known mistakes; `_or_error`
 turns an oracle's result (or its ValueError) into what the judge compares."""
@@ -6,7 +7,7 @@ turns an oracle's result (or its ValueError) into what the judge compares."""
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any, Callable
 
 from course.probing.calls.tokenizing import run_tokenizer, tokenizer_facts
@@ -63,6 +64,70 @@ def _train(corpus: str, num_merges: int, *, tie: str = "greatest", cross_words: 
         for w in words:
             w[0] = _merge(w[0], merges[-1], merge)
     return merges
+
+
+def _train_fast(corpus: str, num_merges: int, *, tie: str = "greatest",
+                index_new: bool = True) -> list[tuple[str, str]]:
+    """train_bpe_fast: `_train`'s merges, with each merge updating only the words that hold its pair (their
+    pair counters' difference); the knobs' defaults are the contract. index_new=False: the words a merge
+    changes are not recorded under their new pairs, so a later merge of such a pair skips them."""
+    if num_merges < 0:
+        raise ValueError("a negative num_merges is an error")
+    freq = Counter(_WORD.findall(corpus))
+    words = {w: list(w) for w in freq}
+    pairs = lambda toks: Counter(zip(toks, toks[1:]))  # noqa: E731
+    counts: Counter = Counter()
+    holders: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+    for w, toks in words.items():
+        for p, k in pairs(toks).items():
+            counts[p] += k * freq[w]
+            holders[p].add(w)
+    merges: list[tuple[str, str]] = []
+    while len(merges) < num_merges:
+        top = max(counts.values(), default=0)
+        if top < 2:
+            break
+        tied = [p for p, c in counts.items() if c == top]
+        best = max(tied) if tie == "greatest" else min(tied)
+        merges.append(best)
+        for w in holders.pop(best, set()):
+            before, words[w] = pairs(words[w]), _merge(words[w], best)
+            after = pairs(words[w])
+            counts.subtract({p: k * freq[w] for p, k in before.items()})
+            counts.update({p: k * freq[w] for p, k in after.items()})
+            for p in after if index_new else ():
+                holders[p].add(w)
+        counts = +counts  # pairs no word holds any more go
+    return merges
+
+
+def _split_specials(text: str, specials: list[str], *, order: str = "longest", escape: bool = True,
+                    keep_empty: bool = False, capture: bool = True) -> list[str]:
+    """split_specials, scanning the text position by position: where specials start, the longest is a piece
+    of its own. The knobs model a regular expression gone wrong: alternatives in the given `order` ("given",
+    "shortest"), not escaped, empty pieces kept, specials dropped (no capture group)."""
+    if "" in specials:
+        raise ValueError("an empty special token is an error")
+    if not escape or order != "longest" or keep_empty or not capture:  # the mistakes are regex ones
+        ranked = {"given": list(specials), "shortest": sorted(specials, key=len),
+                  "longest": sorted(specials, key=len, reverse=True)}[order]
+        if not ranked:
+            return [text] if text or keep_empty else []
+        try:
+            pattern = "|".join(ranked if not escape else map(re.escape, ranked))
+            pieces = re.split(f"({pattern})" if capture else pattern, text)
+        except re.error:
+            return kit.raises("the unescaped specials are no regular expression")
+        return [p for p in pieces if (p or keep_empty) and p is not None]
+    out, start, i = [], 0, 0
+    while i < len(text):
+        found = max((s for s in specials if text.startswith(s, i)), key=len, default=None)
+        if found is None:
+            i += 1
+            continue
+        out += [text[start:i]] * (i > start) + [found]
+        i = start = i + len(found)
+    return out + [text[start:]] * (start < len(text))
 
 
 def _encode(text: str, merges: list[tuple[str, str]], *, order: str = "learned", split: bool = True,

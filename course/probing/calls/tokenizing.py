@@ -11,6 +11,9 @@ these, outside the sandbox, with each probe's `observe` (`result_of`, `tokenizer
 
 from __future__ import annotations
 
+import re
+import time
+from collections import Counter
 from typing import Any, Callable
 
 from ..cases import Case
@@ -57,6 +60,40 @@ def _call_tokenizer(cls: Any, case: Case) -> Any:
     return run_tokenizer(cls(*case.args, **case.kwargs), case)
 
 
+#: train_bpe_fast's time budget, in counts of every pair of the corpus's distinct words per merge: recounting
+#: after every merge (train_bpe) takes more than one count per merge; updating only the words a merge
+#: changes takes a few counts in all (counting once, indexing the words), whatever the number of merges
+SPEED_BUDGET = 0.5
+
+
+def count_every_pair(words: list[tuple[list[str], int]]) -> Counter:
+    """One round of train_bpe's counting, as a stopwatch's unit: every adjacent pair of every word (its
+    tokens and its frequency), weighted by the word's frequency."""
+    counts: Counter = Counter()
+    for tokens, freq in words:
+        for pair in zip(tokens, tokens[1:]):
+            counts[pair] += freq
+    return counts
+
+
+def _call_timed(fn: Any, case: Case) -> dict[str, Any]:
+    """`returned` of fn(corpus, num_merges), the processor time it took, and the median of six timings of
+    `count_every_pair` on the corpus's distinct words, three before the call and three after (the same
+    thread, the same kernel, the same moment: the ratio depends neither on the machine nor on its load)."""
+    words = [(list(w), f) for w, f in Counter(re.findall(r"\s*\S+|\s+", case.args[0])).items()]
+
+    def unit() -> float:
+        start = time.thread_time()
+        count_every_pair(words)
+        return time.thread_time() - start
+    units = [unit() for _ in range(3)]
+    start = time.thread_time()
+    out = fn(*case.args)
+    seconds = time.thread_time() - start
+    units = sorted(units + [unit() for _ in range(3)])
+    return {"call": returned(out, case.args), "seconds": seconds, "count_seconds": (units[2] + units[3]) / 2}
+
+
 def _call_byte(cls: Any, case: Case) -> Any:
     """ByteBPETokenizer.train(corpus, num_merges) (meta "train") or ByteBPETokenizer(merges), run on meta "op"."""
     return run_tokenizer(cls.train(*case.args) if case.meta["train"] else cls(*case.args), case)
@@ -70,6 +107,8 @@ def _call_byte(cls: Any, case: Case) -> Any:
 RESULTS: dict[str, tuple[type, str]] = {
     "merge_pair": (str, "merge_pair must return a new list of str"),
     "train_bpe": (tuple, "train_bpe must return a list of (str, str) tuples"),
+    "train_bpe_fast": (tuple, "train_bpe_fast must return a list of (str, str) tuples"),
+    "split_specials": (str, "split_specials must return a new list of str"),
     "bpe_encode": (str, "bpe_encode must return a list of str")}
 
 
@@ -109,8 +148,24 @@ def new_list(raw: dict, args: tuple, item: type, what: str) -> Any:
     return out
 
 
+def fast_enough(case: Case, raw: dict) -> bool:
+    """The `observe` of train_bpe_fast's timed case: True once the call returned a list and took at most
+    meta "budget" counts of every pair (`count_every_pair`); else the error that says how many it took.
+    Its merges are not read: those of its other check are (a wrong merge_pair, which it may call, costs
+    points in its own exercise only)."""
+    new_list(raw["call"], case.args, tuple, RESULTS["train_bpe_fast"][1])
+    took = raw["seconds"] / max(raw["count_seconds"], 1e-6)
+    if took > case.meta["budget"]:
+        raise RuntimeError(
+            f"train_bpe_fast took as long as {took:.0f} counts of every pair of the corpus's words, for "
+            f"{case.args[1]} merges; the budget is {case.meta['budget']:g}. Did you recount every pair after "
+            f"every merge? Count once, then update only the words that hold the merged pair.")
+    return True
+
+
 #: the earlier answers each exercise calls (`runner.Probe.builds_on`), and the exercise's own answer
-_BUILDS_ON = {"merge_pair": (), "train_bpe": ("merge_pair",), "bpe_encode": ("merge_pair",),
+_BUILDS_ON = {"merge_pair": (), "train_bpe": ("merge_pair",), "train_bpe_fast": ("merge_pair",), "split_specials": (),
+              "bpe_encode": ("merge_pair",),
               "char": (), "bpe_tokenizer": ("train_bpe", "bpe_encode")}
 _ANSWER = {"char": "CharTokenizer", "bpe_tokenizer": "BPETokenizer"}
 
@@ -119,11 +174,14 @@ register(
             builds_on=_BUILDS_ON[function], answer=function)
       for function, names in (("merge_pair", ("merge_pair",)),
                               ("train_bpe", ("train_bpe", "train_bpe_ties", "train_bpe_random")),
+                              ("train_bpe_fast", ("train_bpe_fast",)), ("split_specials", ("split_specials",)),
                               ("bpe_encode", ("bpe_encode", "bpe_encode_random")))
       for name in names),
     *(Probe(f"tokenizing.{kind}_{op}", call=_call_tokenizer, observe=tokenizer_facts, builds_on=_BUILDS_ON[kind],
             answer=_ANSWER[kind])
       for kind in ("char", "bpe_tokenizer") for op in ("vocab", "encode", "decode")),
+    # timed: no tracing of merge_pair's calls, which would add to the time
+    Probe("tokenizing.train_bpe_fast_speed", call=_call_timed, observe=fast_enough, answer="train_bpe_fast"),
     *(Probe(f"tokenizing.byte_bpe_{op}", call=_call_byte, observe=tokenizer_facts,
             builds_on=("train_bpe", "bpe_encode"), answer="ByteBPETokenizer")
       for op in ("vocab", "encode", "decode")),
