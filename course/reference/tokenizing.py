@@ -255,3 +255,21 @@ def split_specials(text: str, specials: list[str]) -> list[str]:
     # a regular expression tries its alternatives in order: the longest first wins where several match
     pattern = "|".join(re.escape(special) for special in sorted(specials, key=len, reverse=True))
     return [piece for piece in re.split(f"({pattern})", text) if piece]  # the group keeps the specials
+
+
+from typing import Callable, Iterable, Iterator
+
+
+def encode_iterable(encode: Callable[[str], list[int]], chunks: Iterable[str]) -> Iterator[int]:
+    """Yield the ids of encode("".join(chunks)), reading `chunks` one at a time.
+
+    encode works word by word (the words of pretokenize); a word may be cut across chunks.
+    """
+    pending = ""  # the last word read so far: the next chunk may continue it
+    for chunk in chunks:
+        words = pretokenize(pending + chunk)
+        if len(words) > 1:
+            yield from encode("".join(words[:-1]))
+        pending = words[-1] if words else ""
+    if pending:
+        yield from encode(pending)

@@ -1,9 +1,10 @@
 from submissions import Mutant
 
-CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT = ("char-tokenizer", "merge-pair", "train-bpe", "bpe-encode",
-                                                      "bpe-tokenizer", "byte-bpe", "train-bpe-fast", "split-specials")
-T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE, T_BYTE, T_FAST, T_SPLIT = (
-    f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT))
+CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT, STREAM = (
+    "char-tokenizer", "merge-pair", "train-bpe", "bpe-encode", "bpe-tokenizer", "byte-bpe", "train-bpe-fast",
+    "split-specials", "encode-iterable")
+T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE, T_BYTE, T_FAST, T_SPLIT, T_STREAM = (
+    f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT, STREAM))
 
 _SPECIALS_FIRST = "Did you put the special tokens after the other tokens?"
 _HARD_CODED = "Did you hard-code the ids of the special tokens as 0..3?"
@@ -253,4 +254,23 @@ MUTANTS = [
              "                cut += [special] * (k > 0) + [part]\n        pieces = cut\n"
              "    return [piece for piece in pieces if piece]\n"
              "    # a regular expression tries its alternatives in order"),), (T_SPLIT,), hint="the longest"),
+    # ---- encode_iterable (exercise 1.9)
+    Mutant("stream: every chunk read before the first id", STREAM,
+           (('    pending = ""  # the last word read so far: the next chunk may continue it\n',
+             '    chunks = list(chunks)  # all of it first\n'
+             '    pending = ""  # the last word read so far: the next chunk may continue it\n'),), (T_STREAM,),
+           hint="yield a word's ids as soon as a chunk completes it"),
+    Mutant("stream: each chunk encoded on its own", STREAM,
+           (("        words = pretokenize(pending + chunk)\n", "        yield from encode(chunk)\n"
+                                                            "        words = []\n"),), (T_STREAM,),
+           hint="Did you encode each chunk on its own?"),
+    Mutant("stream: the last word never encoded", STREAM,
+           (("    if pending:\n        yield from encode(pending)", "    return"),), (T_STREAM,),
+           hint="Did you forget the text left after the last chunk?"),
+    Mutant("stream: cut after the last whitespace", STREAM,
+           (("        words = pretokenize(pending + chunk)\n        if len(words) > 1:\n"
+             "            yield from encode(\"\".join(words[:-1]))\n        pending = words[-1] if words else \"\"\n",
+             "        text = pending + chunk\n        cut = max((k + 1 for k, c in enumerate(text) if c.isspace()), "
+             "default=0)\n        yield from encode(text[:cut])\n        pending = text[cut:]\n"),), (T_STREAM,),
+           hint="Did you cut after the last whitespace character?"),
 ]

@@ -10,7 +10,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Callable
 
-from course.probing.calls.tokenizing import run_tokenizer, tokenizer_facts
+from course.probing.calls.tokenizing import run_tokenizer, tokenizer_facts, word_ids
 from course.probing.plain import to_plain
 
 from .. import kit
@@ -128,6 +128,27 @@ def _split_specials(text: str, specials: list[str], *, order: str = "longest", e
         out += [text[start:i]] * (i > start) + [found]
         i = start = i + len(found)
     return out + [text[start:]] * (start < len(text))
+
+
+def _stream(chunks: list[str], *, mistake: str = "") -> list[int]:
+    """encode_iterable with `word_ids` as its encoder: the ids of the whole text. `mistake`: "per_chunk" (each
+    chunk encoded on its own), "no_tail" (the text left after the last chunk never encoded), "cut_ws" (the
+    text cut after its last whitespace character, which so stays with the word before it)."""
+    if mistake == "per_chunk":
+        return [i for chunk in chunks for i in word_ids(chunk)]
+    if not mistake:
+        return word_ids("".join(chunks))
+    out, pending = [], ""
+    for chunk in chunks:
+        text = pending + chunk
+        if mistake == "no_tail":
+            words = _WORD.findall(text)
+            done, pending = ("".join(words[:-1]), words[-1]) if words else ("", "")
+        else:
+            cut = max((k + 1 for k, ch in enumerate(text) if ch.isspace()), default=0)
+            done, pending = text[:cut], text[cut:]
+        out += word_ids(done)
+    return out + (word_ids(pending) if mistake == "cut_ws" else [])
 
 
 def _encode(text: str, merges: list[tuple[str, str]], *, order: str = "learned", split: bool = True,

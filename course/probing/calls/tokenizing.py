@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 from collections import Counter
 from typing import Any, Callable
 
@@ -94,6 +95,36 @@ def _call_timed(fn: Any, case: Case) -> dict[str, Any]:
     return {"call": returned(out, case.args), "seconds": seconds, "count_seconds": (units[2] + units[3]) / 2}
 
 
+def word_ids(text: str) -> list[int]:
+    """The encoder encode_iterable is given: two ids per word of `text` (its words as pretokenize cuts
+    them), its length and a checksum of its characters; a word cut in two, or whitespace moved to
+    another word, changes them."""
+    return [i for word in re.findall(r"\s*\S+|\s+", text) for i in (len(word), zlib.crc32(word.encode()) % 1000)]
+
+
+#: the most ids a stream's record keeps (an answer that never ends is cut off there)
+MOST_IDS = 5000
+
+
+def _call_stream(fn: Any, case: Case) -> dict[str, Any]:
+    """fn(word_ids, a generator of the case's chunks): each id it yields, with how many chunks had been read
+    when it came; and the type of what fn returned."""
+    read = 0
+
+    def chunks() -> Any:
+        nonlocal read
+        for chunk in case.args[0]:
+            read += 1
+            yield chunk
+    out = fn(word_ids, chunks())
+    ids: list[list] = []
+    for i in out:
+        ids.append([i, read])
+        if len(ids) >= MOST_IDS:
+            break
+    return {"ids": ids, "type": type_name(out)}
+
+
 def _call_byte(cls: Any, case: Case) -> Any:
     """ByteBPETokenizer.train(corpus, num_merges) (meta "train") or ByteBPETokenizer(merges), run on meta "op"."""
     return run_tokenizer(cls.train(*case.args) if case.meta["train"] else cls(*case.args), case)
@@ -162,8 +193,36 @@ def fast_enough(case: Case, raw: dict) -> bool:
     return True
 
 
+def read_ahead(case: Case, raw: dict) -> list:
+    """The `observe` of encode_iterable: the ids it yielded, once each word's ids came before reading more
+    than the chunk after the one its word ended in (the chunk that shows the word is over); else the error
+    that says which came late."""
+    chunks, ids = case.args[0], raw["ids"]
+    ends, at = [], 0  # the chunk (counted from 1) that holds each word's last character
+    bounds = [sum(len(c) for c in chunks[:k + 1]) for k in range(len(chunks))]
+    for word in re.findall(r"\s*\S+|\s+", "".join(chunks)):
+        at += len(word)
+        ends.append(next(k for k, b in enumerate(bounds, 1) if b >= at))
+    for n, (_, read) in enumerate(ids):
+        word = n // 2
+        if word < len(ends) and read > min(ends[word] + 1 + _empty_after(chunks, ends[word]), len(chunks)):
+            raise RuntimeError(f"the ids of word {word + 1} came after reading {read} of the {len(chunks)} chunks, "
+                               f"though chunk {min(ends[word] + 1, len(chunks))} shows that the word is over: "
+                               f"yield a word's ids as soon as a chunk completes it, keep only the last word")
+    return [i for i, _ in ids]
+
+
+def _empty_after(chunks: list[str], k: int) -> int:
+    """How many empty chunks follow chunk k (counted from 1): they show nothing new."""
+    n = 0
+    while k + n < len(chunks) and not chunks[k + n]:
+        n += 1
+    return n
+
+
 #: the earlier answers each exercise calls (`runner.Probe.builds_on`), and the exercise's own answer
 _BUILDS_ON = {"merge_pair": (), "train_bpe": ("merge_pair",), "train_bpe_fast": ("merge_pair",), "split_specials": (),
+              "encode_iterable": (),
               "bpe_encode": ("merge_pair",),
               "char": (), "bpe_tokenizer": ("train_bpe", "bpe_encode")}
 _ANSWER = {"char": "CharTokenizer", "bpe_tokenizer": "BPETokenizer"}
@@ -181,6 +240,7 @@ register(
       for kind in ("char", "bpe_tokenizer") for op in ("vocab", "encode", "decode")),
     # timed: no tracing of merge_pair's calls, which would add to the time
     Probe("tokenizing.train_bpe_fast_speed", call=_call_timed, observe=fast_enough, answer="train_bpe_fast"),
+    Probe("tokenizing.encode_iterable", call=_call_stream, observe=read_ahead, answer="encode_iterable"),
     *(Probe(f"tokenizing.byte_bpe_{op}", call=_call_byte, observe=tokenizer_facts,
             builds_on=("train_bpe", "bpe_encode"), answer="ByteBPETokenizer")
       for op in ("vocab", "encode", "decode")),
