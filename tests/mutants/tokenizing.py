@@ -212,6 +212,12 @@ MUTANTS = [
              "        if not pair_counts:\n            break\n        top = max(pair_counts.values())\n"),
             (_FAST_UPDATE, "        words = [merge_pair(tokens, best) for tokens in words]\n")), (T_FAST,),
            hint="Did you recount every pair after every merge?"),
+    # the stopwatch counts every thread of the kernel, and its children: moving the work elsewhere hides nothing
+    Mutant("fast: exercise 1.3's recount run on another thread", FAST,
+           (("    if num_merges < 0:\n        raise ValueError(f\"num_merges must be >= 0, got {num_merges}\")\n",
+             "    import concurrent.futures\n    with concurrent.futures.ThreadPoolExecutor(1) as pool:\n"
+             "        return pool.submit(train_bpe, corpus, num_merges).result()\n"),), (T_FAST,),
+           hint="Did you recount every pair after every merge?"),
     Mutant("fast: a merged word's old pairs not taken out", FAST,
            (("            for pair in zip(tokens, tokens[1:]):  # the word's old pairs go\n"
              "                pair_counts[pair] -= freq\n                if pair_counts[pair] == 0:\n"
@@ -273,4 +279,19 @@ MUTANTS = [
              "        text = pending + chunk\n        cut = max((k + 1 for k, c in enumerate(text) if c.isspace()), "
              "default=0)\n        yield from encode(text[:cut])\n        pending = text[cut:]\n"),), (T_STREAM,),
            hint="Did you cut after the last whitespace character?"),
+    Mutant("split: the longest special split out everywhere first, then the others", SPLIT,
+           (("    # a regular expression tries its alternatives in order",
+             "    pieces = [text]\n    for special in sorted(specials, key=len, reverse=True):\n"
+             "        cut = []\n        for piece in pieces:\n            if piece in specials:\n"
+             "                cut.append(piece)\n                continue\n"
+             "            for k, part in enumerate(piece.split(special)):\n"
+             "                cut += [special] * (k > 0) + [part]\n        pieces = cut\n"
+             "    return [piece for piece in pieces if piece]\n"
+             "    # a regular expression tries its alternatives in order"),), (T_SPLIT,),
+           hint="Did you split out one special everywhere, then the next?"),
+    Mutant("split: specials sorted in place", SPLIT,
+           (("    pattern = \"|\".join(re.escape(special) for special in sorted(specials, key=len, reverse=True))",
+             "    specials.sort(key=len, reverse=True)  # longest first\n"
+             "    pattern = \"|\".join(re.escape(special) for special in specials)"),), (T_SPLIT,),
+           hint="changed its input"),
 ]

@@ -102,12 +102,18 @@ def _train_fast(corpus: str, num_merges: int, *, tie: str = "greatest",
 
 
 def _split_specials(text: str, specials: list[str], *, order: str = "longest", escape: bool = True,
-                    keep_empty: bool = False, capture: bool = True) -> list[str]:
+                    keep_empty: bool = False, capture: bool = True, one_by_one: bool = False) -> list[str]:
     """split_specials, scanning the text position by position: where specials start, the longest is a piece
     of its own. The knobs model a regular expression gone wrong: alternatives in the given `order` ("given",
-    "shortest"), not escaped, empty pieces kept, specials dropped (no capture group)."""
+    "shortest"), not escaped, empty pieces kept, specials dropped (no capture group); or (one_by_one) the
+    text split at every occurrence of the longest special, then of the next, and so on."""
     if "" in specials:
         raise ValueError("an empty special token is an error")
+    if one_by_one:
+        pieces = [text]
+        for special in sorted(specials, key=len, reverse=True):
+            pieces = [q for p in pieces for q in ([p] if p in specials else _around(p, special))]
+        return [p for p in pieces if p]
     if not escape or order != "longest" or keep_empty or not capture:  # the mistakes are regex ones
         ranked = {"given": list(specials), "shortest": sorted(specials, key=len),
                   "longest": sorted(specials, key=len, reverse=True)}[order]
@@ -149,6 +155,12 @@ def _stream(chunks: list[str], *, mistake: str = "") -> list[int]:
             done, pending = text[:cut], text[cut:]
         out += word_ids(done)
     return out + (word_ids(pending) if mistake == "cut_ws" else [])
+
+
+def _around(text: str, special: str) -> list[str]:
+    """text split at every occurrence of special, the special kept between the parts."""
+    parts = text.split(special)
+    return [q for k, part in enumerate(parts) for q in ([special] if k else []) + [part]]
 
 
 def _encode(text: str, merges: list[tuple[str, str]], *, order: str = "learned", split: bool = True,

@@ -11,8 +11,9 @@ from ._oracles import _or_error, _split_specials
 from ._shared import _by_hand, _cases, _lexicon
 
 _E = "<|endoftext|>"
-# Worked on paper. Where two specials start at the same place the longer is the piece: E+E then E. A
-# special's characters are literal: "<.>" is no pattern that "<x>" matches, "|" no alternative.
+# Worked on paper. Where two specials start at the same place the longer is the piece: E+E then E. The
+# leftmost comes first, even when a longer one starts later inside it: "<ab>" is "<a", "b>". A special's
+# characters are literal: "<.>" is no pattern that "<x>" matches, "|" no alternative.
 _HAND = _by_hand(
     _split_specials,
     {("Hello" + _E + "world", (_E,)): ["Hello", _E, "world"],
@@ -22,6 +23,7 @@ _HAND = _by_hand(
      ("<s>", ("<s>",)): ["<s>"], ("abc", ()): ["abc"], ("a<x>b<.>c", ("<.>",)): ["a<x>b", "<.>", "c"],
      ("x<|a|><|a|>b|>y", ("<|a|>", "<|a|>b|>")): ["x", "<|a|>", "<|a|>b|>", "y"],
      ("<a|b>", ("<a", "<a|b>", "b>")): ["<a|b>"], ("lone <|end", (_E,)): ["lone <|end"],
+     ("<ab>", ("<a", "ab>")): ["<a", "b>"], ("xaby", ("ab", "aby")): ["x", "aby"],
      ("x", (_E, "")): kit.raises("an empty special token is an error")})
 
 
@@ -31,8 +33,14 @@ def _split_case(text: str, specials: list[str]) -> Case:
 
 def _random_texts(rng: np.random.Generator) -> list[tuple]:
     """(text, specials): words, specials, pieces of specials and specials that overlap, in random order;
-    the specials listed shortest first (so that the order they come in decides nothing)."""
+    the specials listed shortest first (so that the order they come in decides nothing). Then texts with
+    specials that overlap each other (the end of one is the start of the other), whose leftmost wins."""
     out = []
+    for _ in range(2):
+        word = "".join(str(c) for c in rng.choice(list("abcd"), size=5))
+        left, right = "<" + word[:3], word[1:] + ">"  # "<abc" and "bcde>" overlap in "bc"
+        parts = [left, right, "<" + word + ">", word, " "]
+        out.append(("".join(str(p) for p in rng.choice(parts, size=8)), sorted({left, right}, key=len)))
     for _ in range(3):
         base = [f"<|{w}|>" for w in _lexicon(rng, "abc", 2, 3)]
         specials = sorted(set(base + [base[0] + base[1]]), key=len)
@@ -59,5 +67,8 @@ register(
               ("Are there empty strings among your pieces? re.split gives '' where a special starts or ends the "
                "text, or two are adjacent: drop them.", {"keep_empty": True}),
               ("Are your specials missing from the pieces? re.split keeps the separators only when the "
-               "pattern is a capturing group: '(' + pattern + ')'.", {"capture": False})]]),
+               "pattern is a capturing group: '(' + pattern + ')'.", {"capture": False}),
+              ("Did you split out one special everywhere, then the next? Scan left to right instead: the "
+               "special that starts first is the piece, even when a longer one starts inside it.",
+               {"one_by_one": True})]]),
 )
