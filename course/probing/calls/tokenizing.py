@@ -11,6 +11,7 @@ these, outside the sandbox, with each probe's `observe` (`result_of`, `tokenizer
 
 from __future__ import annotations
 
+import gc
 import re
 import resource
 import time
@@ -88,18 +89,26 @@ def processor_seconds() -> float:
 def _call_timed(fn: Any, case: Case) -> dict[str, Any]:
     """`returned` of fn(corpus, num_merges), the `processor_seconds` it took, and the median of six timings
     of `count_every_pair` on the corpus's distinct words, three before the call and three after (the same
-    process, the same moment: the ratio depends neither on the machine nor on its load)."""
+    process, the same moment: the ratio depends neither on the machine nor on its load), with Python's
+    cyclic garbage collector paused."""
     words = [(list(w), f) for w, f in Counter(re.findall(r"\s*\S+|\s+", case.args[0])).items()]
 
     def unit() -> float:
         start = processor_seconds()
         count_every_pair(words)
         return processor_seconds() - start
-    units = [unit() for _ in range(3)]
-    start = processor_seconds()
-    out = fn(*case.args)
-    seconds = processor_seconds() - start
-    units = sorted(units + [unit() for _ in range(3)])
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()  # a collection's pause depends on all the process holds (a test run, a notebook), not the answer
+    try:
+        units = [unit() for _ in range(3)]
+        start = processor_seconds()
+        out = fn(*case.args)
+        seconds = processor_seconds() - start
+        units = sorted(units + [unit() for _ in range(3)])
+    finally:
+        if collecting:
+            gc.enable()
     return {"call": returned(out, case.args), "seconds": seconds, "count_seconds": (units[2] + units[3]) / 2}
 
 
