@@ -318,6 +318,8 @@ def test_recorded_runs_load():
             assert all(r["nanogpt"]["val"] and r["course_fused"]["tokens_per_second"] for r in run["rounds"])
         elif run["task"] == "modern_vs_gpt":        # course.modern_lm (chapter 11)
             assert {"gpt", "modern"} <= set(run["runs"]) and all(r["val"] for r in run["runs"].values())
+        elif run["task"] == "bpe_training":         # benchmarks/bpe_training.py (chapter 1)
+            assert set(run["processor_seconds"]) == {"train_bpe", "train_bpe_fast"} and run["hardware"]
         else:
             assert run["task"] and run["config"], name
     with pytest.raises(FileNotFoundError, match="no recorded run"):
