@@ -10,7 +10,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Callable
 
-from course.probing.calls.tokenizing import run_tokenizer, tokenizer_facts, word_ids
+from course.probing.calls.tokenizing import WORDS, run_tokenizer, tokenizer_facts, word_ids
 from course.probing.plain import to_plain
 
 from .. import kit
@@ -18,7 +18,7 @@ from ..framework import Case
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
 UNK_CHAR = "\ufffd"
-_WORD = re.compile(r"\s*\S+|\s+")  # pretokenize: whitespace sticks to the word after it
+_WORD = WORDS
 
 
 def _merge(tokens: list[str], pair: tuple[str, str], merge: str = "ok") -> list[str]:

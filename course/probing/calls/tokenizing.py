@@ -23,6 +23,10 @@ from ..cases import Case
 from ..runner import Probe, register
 
 
+#: pretokenize's words: whitespace sticks to the word after it (the notebook's given cell, and the oracles')
+WORDS = re.compile(r"\s*\S+|\s+")
+
+
 def type_name(x: Any) -> str:
     """The full name of x's type: ``"builtins.int"``, ``"numpy.int64"``."""
     return f"{type(x).__module__}.{type(x).__qualname__}"
@@ -91,7 +95,7 @@ def _call_timed(fn: Any, case: Case) -> dict[str, Any]:
     of `count_every_pair` on the corpus's distinct words, three before the call and three after (the same
     process, the same moment: the ratio depends neither on the machine nor on its load), with Python's
     cyclic garbage collector paused."""
-    words = [(list(w), f) for w, f in Counter(re.findall(r"\s*\S+|\s+", case.args[0])).items()]
+    words = [(list(w), f) for w, f in Counter(WORDS.findall(case.args[0])).items()]
 
     def unit() -> float:
         start = processor_seconds()
@@ -116,7 +120,7 @@ def word_ids(text: str) -> list[int]:
     """The encoder encode_iterable is given: two ids per word of `text` (its words as pretokenize cuts
     them), its length and a checksum of its characters; a word cut in two, or whitespace moved to
     another word, changes them."""
-    return [i for word in re.findall(r"\s*\S+|\s+", text) for i in (len(word), zlib.crc32(word.encode()) % 1000)]
+    return [i for word in WORDS.findall(text) for i in (len(word), zlib.crc32(word.encode()) % 1000)]
 
 
 #: the most ids a stream's record keeps (an answer that never ends is cut off there)
@@ -217,7 +221,7 @@ def read_ahead(case: Case, raw: dict) -> list:
     chunks, ids = case.args[0], raw["ids"]
     ends, at = [], 0  # the chunk (counted from 1) that holds each word's last character
     bounds = [sum(len(c) for c in chunks[:k + 1]) for k in range(len(chunks))]
-    for word in re.findall(r"\s*\S+|\s+", "".join(chunks)):
+    for word in WORDS.findall("".join(chunks)):
         at += len(word)
         ends.append(next(k for k, b in enumerate(bounds, 1) if b >= at))
     for n, (_, read) in enumerate(ids):
