@@ -9,11 +9,12 @@ sandbox kills the kernel after it) and the address space of each sandboxed
 process.
 
 The budget is derived from the chapter's reference solution: its notebook's
-run time when graded (recorded in `REFERENCE_SECONDS_FILE`, measured under
-load) times `BUDGET_MULTIPLE`, plus `BUDGET_START_SECONDS` for the kernel's
-start. A notebook whose every function loops forever so costs about a
-minute, whatever the chapter, instead of a cell limit per cell that calls
-one; tests/test_grading.py checks that the graded reference stays well
+run time when graded (recorded in `REFERENCE_SECONDS_FILE`, measured by CI
+on a 2-core machine under the test suite's load, the slowest conditions a
+notebook is graded in) times `BUDGET_MULTIPLE`, plus `BUDGET_START_SECONDS`
+for the kernel's start. A notebook whose every function loops forever so
+costs one to two minutes, whatever the chapter, instead of a cell limit per
+cell that calls one; tests/test_grading.py checks that the graded reference stays well
 within its budget, and grades such a notebook on the slowest chapter.
 
 A kernel that has

@@ -286,7 +286,7 @@ def test_a_notebook_whose_every_function_loops_costs_its_budget_not_a_cell_limit
     note = json.loads((result.out / "nbgrader" / STATUS_DIR / status_name(LOOPING, ch.id)).read_text())
     budget = chapter_limits(ch).notebook_seconds
     checks = {c.check.qualified_name for calls in cells_of(ch).values() for c in calls}
-    assert budget <= 90, f"{ch.id}'s budget of {budget} s is no longer about a minute"
+    assert budget <= 150, f"{ch.id}'s budget of {budget} s is more than two minutes"
     # a looping case stops after CASE_SECONDS of processor time: twice that on the clock, sharing a core
     assert note["seconds"] <= budget + GuardedExecute.interrupt_grace_seconds.default_value + 10 \
         + len(checks) * 2 * runner.CASE_SECONDS, note
