@@ -133,19 +133,23 @@ def _mask(case: Case, *, labels_everywhere: bool = False, specials_selected: boo
 def _rate_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(128, 128, 30, [0, 1, 2], 1, 0.15, 8)] if not hidden else [
         (128, 128, 50, [0, 1, 2, 3], 3, 0.15, 16), (128, 128, 8, [0, 1], 1, 0.4, 0),
-        (128, 128, 20, [2, 0, 1], 2, 0.25, 10)]
+        (128, 128, 20, [2, 0, 1], 2, 0.25, 10), (128, 128, 10, [0, 4, 9], 4, 0.3, 0)]
     return [_mask_case(rng, *spec, rates=True) for spec in specs]
 
 
-def _rates(case: Case, *, mask: float = 0.8, random: float = 0.1, any_random: bool = False) -> dict[str, Any]:
+def _rates(case: Case, *, mask: float = 0.8, random: float = 0.1, any_random: bool = False,
+           lowest: bool = False) -> dict[str, Any]:
+    """`lowest`: the random replacement drawn from the ids above the first len(specials), as if the specials
+    were the lowest ids."""
     _, _, vocab, specials = case.args
     k = vocab - len(specials)
     keep = 1.0 - mask - random
-    return {"no random replacement is a special id": not any_random,
+    off = lowest and sorted(specials) != list(range(len(specials)))  # then a special is drawn, an ordinary id never
+    return {"no random replacement is a special id": not (any_random or off),
             "rows select different numbers of positions": True, "selected": case.kwargs.get("p", P_DEFAULT),
             "of the selected: mask": mask,
             "of the selected: another token": random * (1 - 1 / k), "of the selected: unchanged": keep + random / k,
-            "random tokens: every ordinary id drawn, none twice as often as uniform": uniform_or_unchecked(case, True)}
+            "random tokens: every ordinary id drawn, none twice as often as uniform": uniform_or_unchecked(case, not off)}
 
 
 _ANY_RANDOM = ("Did you draw the random replacement from the whole vocabulary? It is drawn uniformly from the "
@@ -190,6 +194,9 @@ register(
                "randomness from `generator`; p outside [0, 1] raises ValueError."),
     Check(name="mask_tokens_rates", cases=_rate_cases, expected=_rates, rtol=0.0, atol=0.04,
           mistakes=[Mistake(_ANY_RANDOM, variant(_rates, any_random=True)),
+                    Mistake("Did you assume the special ids are the lowest (drawing from len(special_ids) .. "
+                            "vocab_size - 1)? They can be any ids: draw from the ids that are not special.",
+                            variant(_rates, lowest=True)),
                     Mistake("Did you replace every selected token by the mask? BERT's rule is 80% mask, 10% a "
                             "random token, 10% unchanged, so the model cannot rely on seeing [MASK] where it must "
                             "predict.", variant(_rates, mask=1.0, random=0.0)),

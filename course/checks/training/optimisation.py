@@ -116,7 +116,7 @@ def _int_min(case: Case) -> bool:
 
 def _step_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     # (dims, rows per batch (one step each), input scale, optimizer, max_grad_norm, an unused parameter)
-    specs = [((3, 5, 2), [4, 4], 3.0, "sgd", 1.0, False), ((3, 5, 2), [6, 2, 5], 0.3, "sgd", 50.0, False)] if not hidden \
+    specs = [((3, 5, 2), [4, 4], 3.0, "sgd", 1.0, False), ((3, 5, 2), [6, 2, 5], 0.3, "sgd", 50.0, True)] if not hidden \
         else [((4, 6, 3), [5, 3, 4], 3.0, "sgd", 0.5, True), ((2, 8, 1), [7, 7], 5.0, "adamw", 1.0, False),
               ((5, 4, 2), [3, 6, 2, 4], 1.0, "sgd", 2.0, False), ((3, 3, 3), [4], 0.2, "adamw", 100.0, True),
               ((3, 5, 2), [4], 1.0, "sgd", 0.0, False)]
