@@ -35,8 +35,9 @@ def load_weights(module: nn.Module, weights: dict[str, torch.Tensor | None], why
     AttributeError/ValueError (which becomes the feedback) when the module's
     layout differs from the contract's; `why` is added to it.
     """
-    params = dict(module.named_parameters())
-    buffers = dict(module.named_buffers())
+    # a tensor shared by two modules (a tied embedding) is listed under both names, whichever was made first
+    params = dict(module.named_parameters(remove_duplicate=False))
+    buffers = dict(module.named_buffers(remove_duplicate=False))
     traced = [prefix for prefix, m in module.named_modules() if prefix and getattr(type(m), TRACED, False)]
     for name, value in weights.items():
         if any(name.startswith(prefix + ".") for prefix in traced):  # an earlier piece's layout is judged in

@@ -43,7 +43,8 @@ def gqa_step(w: dict[str, torch.Tensor], x: torch.Tensor, cache: Cache, h: int, 
     """One call of grouped-query attention in float64: (out (b, n, d_model), new cache). w: W_q, W_k, W_v,
     W_o weights by name; cache (k, v) each (b, g, t, d_head) or None. Knobs (mistakes): rotate_v, positions
     ('offset', 'from zero'), repeat ('interleave', 'tile': head j gets key/value head j % g), mask ('causal',
-    'none', 'top-left': PyTorch's is_causal, not shifted by t), cached_keys ('rotated', 'raw'), returns
+    'none', 'top-left': PyTorch's is_causal, not shifted by t), cached_keys ('rotated', 'raw', 'rotated again':
+    the raw keys appended to the cache, then all rotated at 0 .. t + n - 1, the cached ones a second time), returns
     ('old then new', 'given': the cache passed in, 'new only')."""
     x = x.double()
     n = x.shape[1]
@@ -57,6 +58,8 @@ def gqa_step(w: dict[str, torch.Tensor], x: torch.Tensor, cache: Cache, h: int, 
     if cache is not None:
         ck, cv = cache[0].double(), cache[1].double()
         keys, values, raw = torch.cat([ck, k], 2), torch.cat([cv, v], 2), torch.cat([ck, k_raw], 2)
+        if cached_keys == "rotated again":
+            keys = rotate(raw, torch.arange(t + n), base)
     allowed = {"causal": torch.ones(n, t + n, dtype=torch.bool).tril(diagonal=t), "none": None,
                "top-left": torch.ones(n, t + n, dtype=torch.bool).tril()}[mask]
     if repeat == "tile":
@@ -65,7 +68,7 @@ def gqa_step(w: dict[str, torch.Tensor], x: torch.Tensor, cache: Cache, h: int, 
     else:
         heads = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed, enable_gqa=True)
     out = heads.transpose(1, 2).flatten(2) @ w["W_o.weight"].double().T
-    new = {"old then new": (keys if cached_keys == "rotated" else raw, values), "given": cache,
+    new = {"old then new": (raw if cached_keys == "raw" else keys, values), "given": cache,
            "new only": (k, v)}[returns]
     return out, new
 
@@ -177,6 +180,8 @@ _MISTAKES = [
             "0 .. t + i, torch.ones(n, t + n, dtype=torch.bool).tril(diagonal=t).", variant(_gqa, mask="top-left")),
     Mistake("Did you cache the keys before rotating them? The cache holds the rotated keys (the ones the scores "
             "used), so that later calls use them as they are.", variant(_gqa, cached_keys="raw")),
+    Mistake("Did you rotate the cached keys again? They were rotated when they were computed: rotate only the new "
+            "keys, at positions t .. t + n - 1, then append them to the cache.", variant(_gqa, cached_keys="rotated again")),
     Mistake("Did you return the cache you were given? The new cache holds the old positions then the new ones: "
             "torch.cat([cache[0], k], dim=2), and the same for v (without a cache, just k and v).",
             variant(_gqa, returns="given")),

@@ -164,7 +164,8 @@ _SHARED = ("Did you use one norm twice? norm1 and norm2 are two RMSNorm(d_model,
 # -------------------------------------------------------------- ModernLM ---
 # (batch, n or chunks, cached t, heads, kv heads, layers, tied, rope_base, eps)
 
-_LM_SPECS = {False: [(2, 5, 0, 4, 2, 2, True, 10000.0, 1e-5), (1, 4, 0, 2, 1, 1, False, 500.0, 0.2)],
+_LM_SPECS = {False: [(2, 5, 0, 4, 2, 2, True, 10000.0, 1e-5), (1, 4, 0, 2, 1, 1, False, 500.0, 0.2),
+                     (1, 3, 3, 2, 1, 2, True, 10000.0, 1e-5)],
              True: [(3, 6, 0, 4, 2, 2, True, 10000.0, 1e-5), (2, 7, 0, 4, 4, 1, False, 10000.0, 0.5),
                     (1, 3, 4, 4, 2, 3, True, 10000.0, 1e-5), (2, 1, 5, 2, 1, 2, False, 100.0, 0.5),
                     (1, 8, 0, 6, 3, 3, True, 1000.0, 1e-5)]}
@@ -275,9 +276,10 @@ _LM_MISTAKES = [
     Mistake("Did you scale the embedding by sqrt(d_model), as chapter 10's model does? The modern model feeds the "
             "embedding's rows in as they are: x = embedding(ids).", variant(_lm, scaled=True)),
 ]
-_LM_HINT = ("forward(ids, caches=None): x = embedding(ids); x, caches[i] = layers[i](x, caches[i]) for each layer "
-            "(caches[i] None on the first call); return (output(norm(x)), the new caches, one per layer). No "
-            "positions at the embedding: RoPE is inside the attention.")
+_LM_HINT = ("forward(ids, caches=None): x = embedding(ids); for each layer i, x, cache = layers[i](x, caches[i]) "
+            "(None on the first call), each new cache appended to a new list: the caller's list of caches is left "
+            "unchanged; return (output(norm(x)), the new caches, one per layer). No positions at the embedding: "
+            "RoPE is inside the attention.")
 
 register(
     __name__,

@@ -72,6 +72,9 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         _case(rng, [(3, 4), (4,)], 30, scale=1e-4, note=" (every setting left to its default)"),
         _case(rng, [(2, 3), (3,), (5,)], 6, kwargs={"lr": lr(), "weight_decay": wd()}, missing=0.1,
               groups=[[[0], {}], [[1, 2], {"weight_decay": 0.0, "lr": lr()}]]),
+        _case(rng, [(3, 4), (4,)], 12, kwargs={"lr": lr(), "weight_decay": wd()},
+              groups=[[[0], {}], [[1], {"lr": lr()}]], lr_scale=[1 + t / 4 if t < 6 else 2.5 - (t - 5) / 4 for t in range(12)],
+              note=" (each group's lr set before every step, as a schedule does)"),
     ]
     if not hidden:
         return visible
@@ -86,9 +89,6 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         _case(rng, [(4, 6), (6,)], 30, dtype=torch.float32, kwargs={"lr": lr(), "weight_decay": wd()}),
         _case(rng, [(3, 2), (2,)], 5, kwargs={"lr": lr(), "betas": (0.0, 0.99), "eps": 1e-6, "weight_decay": 0.0}),
         _case(rng, [(2, 2, 3)], 40, missing=0.3, kwargs={"lr": lr(), "weight_decay": wd(), "betas": (0.85, 0.98)}),
-        _case(rng, [(3, 4), (4,)], 12, kwargs={"lr": lr(), "weight_decay": wd()},
-              groups=[[[0], {}], [[1], {"lr": lr()}]], lr_scale=[1 + t / 4 if t < 6 else 2.5 - (t - 5) / 4 for t in range(12)],
-              note=" (each group's lr set before every step, as a schedule does)"),
     ]
 
 

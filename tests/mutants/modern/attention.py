@@ -32,6 +32,10 @@ MUTANTS = [
             (_CAT, _CAT + _N + "k_raw = torch.cat([cache[0], k_raw], dim=2)"),
             (_RET, "return self.W_o(merge_heads(heads)), (k_raw, v)")), T,
            hint="Did you cache the keys before rotating them?"),
+    Mutant("cached keys rotated again", GQA,
+           ((_K, "k = split_heads(self.W_k(x), self.num_kv_heads)"),  # rotated after the cache is joined, all of it
+            (_CAT, _CAT + "\n        k = apply_rope(k, torch.arange(t + n, device=x.device), self.rope_base)")), T,
+           hint="Did you rotate the cached keys again?"),
     Mutant("cache returned unchanged", GQA, ((_RET, "return self.W_o(merge_heads(heads)), cache"),), T,
            hint="Did you return the cache you were given?"),
     Mutant("biases", GQA, tuple((f"self.W_{c} = nn.Linear({i}, {o}, bias=False)", f"self.W_{c} = nn.Linear({i}, {o})")

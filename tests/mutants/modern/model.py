@@ -43,6 +43,11 @@ MUTANTS = [
            ((_LOOP, "for layer, cache in zip(self.layers, [caches[0]] * len(self.layers) if caches else "
                     "[None] * len(self.layers)):"),), T7,
            hint="Did you give every layer the first layer's cache?"),
+    Mutant("the caller's list of caches updated in place", LM,
+           (("new = []\n        " + _LOOP + "\n            x, cache = layer(x, cache)\n            new.append(cache)",
+             "new = caches if caches is not None else [None] * len(self.layers)\n"
+             "        for i, layer in enumerate(self.layers):\n            x, new[i] = layer(x, new[i])"),), T7,
+           hint="the caller's list of caches is left unchanged"),
     Mutant("positions added at the embedding", LM,
            ((_EMB, "from course.reference.positional_encoding import sinusoidal_encoding\n        "
                    "x = self.embedding(ids) + sinusoidal_encoding(ids.shape[1], self.embedding.embedding_dim)"),), T7,
