@@ -273,7 +273,7 @@ _LM_MISTAKES = [
             variant(_lm, per_layer="first")),
     Mistake("Did you add positions at the embedding? The model has no position table: RoPE inside each "
             "attention layer is its only position information.", variant(_lm, positions=True)),
-    Mistake("Did you scale the embedding by sqrt(d_model), as chapter 10's model does? The modern model feeds the "
+    Mistake("Did you scale the embedding by sqrt(d_model), as chapter 10's model does? Llama's model feeds the "
             "embedding's rows in as they are: x = embedding(ids).", variant(_lm, scaled=True)),
 ]
 _LM_HINT = ("forward(ids, caches=None): x = embedding(ids); for each layer i, x, cache = layers[i](x, caches[i]) "
