@@ -153,6 +153,13 @@ MUTANTS = [
              "                self.stoi[token] = len(self.itos)\n",
              "            if True:\n                self.stoi[token] = len(self.itos)\n"),), (T_BPE,),
            hint="Did you add a merged token twice?"),
+    Mutant("bpe: duplicates looked up among the merged tokens only", BPE,
+           (("            if token not in self.stoi:  # two merges may build the same string\n",
+             "            if token not in merged:  # two merges may build the same string\n"
+             "                merged.add(token)\n"),
+            ("        for first, second in self.merges:\n            token = first + second\n",
+             "        merged = set()\n        for first, second in self.merges:\n            token = first + second\n")),
+           (T_BPE,), hint="Did you add a merged token twice?"),
     Mutant("bpe: merged tokens sorted", BPE,
            (("for first, second in self.merges:", "for first, second in sorted(self.merges):"),), (T_BPE,),
            hint="Did you sort the merged tokens?"),

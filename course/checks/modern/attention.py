@@ -243,7 +243,7 @@ def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         h = int(rng.choice([2, 4]))
         return h * kit.even(rng, 1, 4), h, 0
 
-    makers = [indivisible_d, indivisible_h, odd_head] + ([more_kv, indivisible_h, odd_head, no_kv] if hidden else [])
+    makers = [indivisible_d, indivisible_h, odd_head, no_kv] + ([more_kv, indivisible_h, odd_head] if hidden else [])
     return [Case(f"a new {_title(*init, None)}", meta={"init": init}) for init in (m() for m in makers)]
 
 

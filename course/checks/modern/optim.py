@@ -189,14 +189,12 @@ _MISTAKES = [
 
 def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     lr, wd = _sig(10 ** rng.uniform(-4, -2)), _sig(rng.uniform(0.01, 0.2))
-    bad = [{"lr": -lr}, {"betas": (1.0, 0.999)}, {"weight_decay": -wd}]
+    settings = [{"lr": -lr}, {"betas": (1.0, 0.999)}, {"weight_decay": -wd}]
     if hidden:
-        bad += [{"eps": -_sig(10 ** rng.uniform(-9, -6))}, {"betas": (0.9, 1.0)}, {"betas": (-0.1, 0.999)},
-                {"lr": lr, "betas": (0.9, 1.5)}]
-    cases = [Case(f"AdamW(params, {', '.join(f'{k}={v}' for k, v in kw.items())})", (), kw) for kw in bad]
-    if hidden:  # the boundary itself is allowed
-        kw = {"lr": 0.0, "betas": (0.0, 0.0), "eps": 0.0, "weight_decay": 0.0}
-        cases.append(Case(f"AdamW(params, {', '.join(f'{k}={v}' for k, v in kw.items())})", (), kw))
+        settings += [{"eps": -_sig(10 ** rng.uniform(-9, -6))}, {"betas": (0.9, 1.0)}, {"betas": (-0.1, 0.999)},
+                     {"lr": lr, "betas": (0.9, 1.5)}]
+    settings.append({"lr": 0.0, "betas": (0.0, 0.0), "eps": 0.0, "weight_decay": 0.0})  # the boundary itself is allowed
+    cases = [Case(f"AdamW(params, {', '.join(f'{k}={v}' for k, v in kw.items())})", (), kw) for kw in settings]
     return [cases[i] for i in rng.permutation(len(cases))]
 
 

@@ -182,10 +182,10 @@ def _error_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     seq, d = int(rng.integers(3, 7)), kit.even(rng, 2, 5)
     odd = _case(rng, (2, seq, d + 1))
     odd.label = "odd d_head: " + odd.label
-    cases = [odd, _case(rng, (2, seq, d), positions_shape=lambda s: (s + 1,))]
+    cases = [odd, _case(rng, (2, seq, d), positions_shape=lambda s: (s + 1,)),
+             _case(rng, (seq, d), positions_shape=lambda s: (1, s))]  # seq elements, the wrong shape
     if hidden:
-        cases += [_case(rng, (seq, d), positions_shape=lambda s: (1, s)),
-                  _case(rng, (2, 3, seq, d), positions_shape=lambda s: (s, 1)),
+        cases += [_case(rng, (2, 3, seq, d), positions_shape=lambda s: (s, 1)),
                   _case(rng, (2, seq, 1)), _case(rng, (2, seq, d), positions_shape=lambda s: (s - 1,))]
     return [cases[i] for i in rng.permutation(len(cases))]
 

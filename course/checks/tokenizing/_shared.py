@@ -214,7 +214,8 @@ _TOKENIZER_MISTAKES = [  # (tokenizers: c(har), b(pe); operations: v(ocab), e(nc
        {"encoding": {"order": o}}) for o in ("reversed", "sorted", "frequent", "scan")),
     ("b", "ed", f"Your bpe_encode loses whitespace (text.split()): {_FIX_ENCODE}",
      {"encoding": {"split": False}}),
-    ("b", "ve", "Did you add a merged token twice? Two merges can build the same string: add it once.",
+    ("b", "ve", "Did you add a merged token twice? Two merges can build the same string, and merges can build a "
+                  "special token's string: a string already in the vocabulary keeps its first id.",
      {"dedupe": False}),
     ("b", "ved", "Did you sort the merged tokens? They come in learned order.", {"sort_merges": True}),
     ("b", "vd", "Did you update vocab_size after adding the merged tokens? super().__init__ counted the "

@@ -7,11 +7,15 @@ from ._oracles import SPECIALS
 from ._shared import _BC_AB, _DUP, _HUG, _tokenizer_check
 
 _HUGS = (_HUG, "hug hugs pug hug")
+_UNK_BUILT = ([("<", "u"), ("<u", "n"), ("<un", "k"), ("<unk", ">")], "<unk> ab")  # merges build a special's string
+_SHUFFLED = ("<eos>", "<unk>", "<pad>", "<bos>")  # no special at its usual id
 _CASES = {  # check: (visible cases, more hidden ones), as arguments of _tok
     "bpe_tokenizer_vocab": ([(_HUGS, "vocab"),
-                             (_DUP, "vocab", None, False, " (one string is built by two merges)")],
+                             (_DUP, "vocab", None, False, " (one string is built by two merges)"),
+                             (_UNK_BUILT, "vocab", None, False, " (the merges build the string '<unk>')")],
                             [(([], "ba ab"), "vocab")]),
-    "bpe_tokenizer_encode": ([(_HUGS, "encode", "hug pug"), (_HUGS, "encode", "hugs!", True)],
+    "bpe_tokenizer_encode": ([(_HUGS, "encode", "hug pug"), (_HUGS, "encode", "hugs!", True),
+                              (_HUGS, "encode", "hug pug!", True, " (the specials in another order)", _SHUFFLED)],
                              [(_DUP, "encode", "abcabc cab", True), ((_BC_AB, "abc"), "encode", "abababc")]),
     "bpe_tokenizer_decode": ([(_HUGS, "decode", [1, 11, 12, 8, 3, 2, 0]),
                               (_HUGS, "roundtrip", "pug hugs  hug\n", True),
