@@ -42,9 +42,14 @@ def open_gradebook(url: str) -> Gradebook:
     return Gradebook(url)
 
 
+#: how long a grading worker waits for another's write to the SQLite gradebook (SQLite's own default, 5 s,
+#: is not enough for a loaded machine: a worker that gives up fails its student's notebook)
+SQLITE_WAIT_SECONDS = 120
+
+
 def gradebook_url(root: Path, db: str | None = None) -> str:
     """The gradebook's SQLAlchemy URL: `db`, else SQLite in the course folder `root`."""
-    return db or f"sqlite:///{root / 'gradebook.db'}"
+    return db or f"sqlite:///{root / 'gradebook.db'}?timeout={SQLITE_WAIT_SECONDS}"
 
 
 def _lock_key(name: str) -> int:

@@ -25,8 +25,9 @@ from pathlib import Path
 
 from course.protocol import CONFIG_FILE
 
-#: a traceback's last line: the exception that stopped nbgrader
-_EXCEPTION = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b.*$", re.M)
+#: a traceback's last line: the exception that stopped nbgrader (indented in nbgrader's log, whose
+#: formatter indents every line of a message after its first)
+_EXCEPTION = re.compile(r"^\s*[\w.]+(Error|Exception|Exit|Interrupt)\b.*$", re.M)
 
 
 def _problem(result: dict) -> str:
@@ -51,6 +52,8 @@ def run_task(root: Path, task: dict) -> dict:
     if task["autograde"]:
         result = api.autograde(chapter, student, force=True, create=True)
         if not result["success"]:
+            print(f"{chapter} {student}: nbgrader autograde failed\n{result.get('log', '')}\n{result.get('error', '')}",
+                  file=sys.stderr)  # the whole story, in the pool's log
             return {"student": student, "problem": _problem(result), "feedback": False}
     feedback = api.generate_feedback(chapter, student, force=True)
     return {"student": student, "problem": None, "feedback": bool(feedback["success"])}

@@ -26,6 +26,7 @@ from autograder.chapters import Chapter, all_chapters
 from autograder.execute import GuardedExecute
 from autograder.intake import STUDENT_ID
 from autograder.limits import chapter_limits, notebook_budget
+from autograder.pool import LOG_FILE
 from autograder.report import (NOT_ATTEMPTED, WRITTEN_EMPTY, WRITTEN_PENDING, collect, failure_reason, graded_cells,
                                write_report)
 from autograder.secret import default_secret_path
@@ -85,6 +86,14 @@ class Graded:
 
     def feedback(self, ch: Chapter, student: str) -> str:
         return html.unescape((self.out / "feedback" / student / ch.id / f"{ch.id}.html").read_text())
+
+    def failure_log(self, student: str) -> str:
+        """What the grading workers logged when nbgrader could not grade `student`'s notebook (the
+        exception that stopped it), or nothing."""
+        log = self.out / "nbgrader" / LOG_FILE
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        at = text.find(f" {student}: nbgrader autograde failed")
+        return text[at:at + 6000] if at >= 0 else ""
 
     def verdicts(self, ch: Chapter, student: str) -> dict[str, str]:
         """{test cell grade id: the judge's report} in the autograded notebook."""
@@ -179,29 +188,32 @@ def forged(ch: Chapter, name: str) -> nbformat.NotebookNode:
 def test_forgers_score_zero(ch, tmp_path_factory):
     """Records written from whatever the sandbox holds earn nothing: the sandbox holds no oracle, and
     the judge draws every case, visible ones too, from the grading secret (`hostile.forgeries`)."""
-    rows = graded(ch, tmp_path_factory).rows
+    result = graded(ch, tmp_path_factory)
     for name in FORGERIES:
-        row = rows[f"forge-{name}"]
-        assert row["status"] == "graded" and float(row["score"]) == 0.0, (name, row)
+        row = result.rows[f"forge-{name}"]
+        assert row["status"] == "graded" and float(row["score"]) == 0.0, \
+            f"{name}: {row}\n{result.failure_log(f'forge-{name}')}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ch", GRADED)
 def test_solution_gets_full_marks_and_stub_gets_zero(ch, tmp_path_factory):
-    rows = graded(ch, tmp_path_factory).rows
-    sol, stub = rows[SOLUTION], rows[STUB]
+    result = graded(ch, tmp_path_factory)
+    sol, stub = result.rows[SOLUTION], result.rows[STUB]
     automatic = sum(points for points, by_hand in grade_cells(ch).values() if not by_hand)
     assert float(sol["max_score"]) == sum(points for points, _ in grade_cells(ch).values()) and automatic > 0
-    assert sol["status"] == answered_status(ch)
+    assert sol["status"] == answered_status(ch), f"{sol}\n{result.failure_log(SOLUTION)}"
     assert float(sol["score"]) == automatic, sol  # every autograded point; written answers await a person
-    assert stub["status"] == "graded" and float(stub["score"]) == 0.0, stub
+    assert stub["status"] == "graded" and float(stub["score"]) == 0.0, f"{stub}\n{result.failure_log(STUB)}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ch", GRADED)
 def test_importing_the_chapters_own_reference_earns_nothing(ch, tmp_path_factory):
-    row = graded(ch, tmp_path_factory).rows["imports-reference"]
-    assert row["status"] == answered_status(ch) and float(row["score"]) == 0.0, row
+    result = graded(ch, tmp_path_factory)
+    row = result.rows["imports-reference"]
+    assert row["status"] == answered_status(ch) and float(row["score"]) == 0.0, \
+        f"{row}\n{result.failure_log('imports-reference')}"
 
 
 @pytest.mark.slow
@@ -210,7 +222,7 @@ def test_mutant_loses_points_and_feedback_names_the_mistake(ch, mutant, tmp_path
     result = graded(ch, tmp_path_factory)
     student = slug(mutant.name)
     row = result.rows[student]
-    assert row["status"] == answered_status(ch), row
+    assert row["status"] == answered_status(ch), f"{row}\n{result.failure_log(student)}"
     assert float(row["score"]) < float(row["max_score"]), f"mutant '{mutant.name}' kept full marks"
     full = {gid: s for (stu, gid), s in result.cells.items() if stu == SOLUTION}
     for gid in mutant.loses:
