@@ -7,12 +7,20 @@ from ._oracles import SPECIALS
 from ._shared import _BC_AB, _DUP, _HUG, _tokenizer_check
 
 _HUGS = (_HUG, "hug hugs pug hug")
-_UNK_BUILT = ([("<", "u"), ("<u", "n"), ("<un", "k"), ("<unk", ">")], "<unk> ab")  # merges build a special's string
+_UNK_MERGES = [("<", "u"), ("<u", "n"), ("<un", "k"), ("<unk", ">")]  # they build a special's string
+
+
+def _unk_built(sub):
+    """Merges that build '<unk>' (left as it is: relabelled, it would be no special's string); the rest of
+    the alphabet relabelled by `sub`."""
+    return (_UNK_MERGES, "<unk> " + sub("ab")), "vocab", None, False, " (the merges build the string '<unk>')"
+
+
 _SHUFFLED = ("<eos>", "<unk>", "<pad>", "<bos>")  # no special at its usual id
 _CASES = {  # check: (visible cases, more hidden ones), as arguments of _tok
     "bpe_tokenizer_vocab": ([(_HUGS, "vocab"),
                              (_DUP, "vocab", None, False, " (one string is built by two merges)"),
-                             (_UNK_BUILT, "vocab", None, False, " (the merges build the string '<unk>')")],
+                             _unk_built],
                             [(([], "ba ab"), "vocab")]),
     "bpe_tokenizer_encode": ([(_HUGS, "encode", "hug pug"), (_HUGS, "encode", "hugs!", True),
                               (_HUGS, "encode", "hug pug!", True, " (the specials in another order)", _SHUFFLED)],
