@@ -35,6 +35,7 @@ import ast
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -58,6 +59,22 @@ PUBLISHED = [".ci/book-assets", ".ci/fetch-book-assets", ".github/workflows/book
              "Makefile", "README.md", "_config.yml", "_toc.yml", "bibliography.md", "objectives.md",
              "pyproject.toml", "references.bib", "requirements.txt", "binder", "chapters", "course",
              "autograder"]
+#: the sections of README.md a student's copy keeps (the others are the instructor's: the term, the
+#: grader, a layout that names solutions/ and tests/), after its introduction and `STUDENT_SETUP`
+STUDENT_SECTIONS = ("Chapters", "For readers", "For students", "Citations")
+STUDENT_SETUP = """## Set-up
+
+This is your course's student edition: the chapters, the book and the self-check. Open a chapter from
+the book's launch button (Colab, Binder or your JupyterHub), or on your own machine, with Python 3.10+
+and `make`:
+
+```bash
+make SYSTEM_PACKAGES= book   # installs the course in .venv/, builds the book, serves it on http://localhost:8000
+```
+
+Your instructor adds each chapter's answers once it is due: `git pull` to get them.
+
+"""
 NEVER = ("__pycache__", ".ipynb_checkpoints", ".pyc", ".egg-info")
 MIN_ANSWER_LINE = 12  # shorter lines ("return x") are not evidence of an answer
 
@@ -186,6 +203,7 @@ def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = 
         (dest / ch.reference_module.relative_to(ROOT)).write_text(standins.shim(ch.topic))
     if shims:
         print(f"stand-ins (no answers, on PyTorch's own functions) for {', '.join(ch.id for ch in shims)}")
+    (dest / "README.md").write_text(student_readme((ROOT / "README.md").read_text()))
     (dest / "_config.yml").write_text(_config((ROOT / "_config.yml").read_text(), url, not_due))
     (dest / "schedule.yml").write_text(_public_schedule(schedule))
     missing = []
@@ -211,6 +229,13 @@ def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = 
         if problems:
             raise SystemExit("the edition holds answers of chapters not yet due:\n  " + "\n  ".join(problems[:20]))
     return sorted(due)
+
+
+def student_readme(readme: str) -> str:
+    """The edition's README.md: `readme`'s introduction, `STUDENT_SETUP`, then its `STUDENT_SECTIONS`."""
+    intro, *sections = re.split(r"(?m)^(?=## )", readme)
+    kept = [s for s in sections if s.partition("\n")[0].removeprefix("## ").strip() in STUDENT_SECTIONS]
+    return intro + STUDENT_SETUP + "".join(kept)
 
 
 def _git(dest: Path, *args: str) -> subprocess.CompletedProcess:

@@ -91,6 +91,15 @@ def test_published_schedule_and_settings(built):
     assert "git+https://example.org/class/edition" in setup
 
 
+def test_the_editions_readme_is_for_students(built):
+    """README's instructor sections (the term, the grader, a layout naming solutions/ and tests/) stay out."""
+    dest, _ = built
+    readme = (dest / "README.md").read_text()
+    assert re.findall(r"(?m)^## (.*)", readme) == ["Set-up", "Chapters", "For readers", "For students", "Citations"]
+    assert "python -m autograder check" in readme and "make SYSTEM_PACKAGES= book" in readme
+    assert not any(w in readme for w in ("For instructors", "grading secret", "solutions/", "make test"))
+
+
 def test_the_editions_package_holds_no_oracle_and_checks_a_student_all_the_same(built, tmp_path):
     """In the edition's own `course` package, importing the checks' trusted side fails, and a test
     cell's visible checks still judge a student's answer (against the released visible answers)."""
