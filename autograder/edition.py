@@ -3,8 +3,7 @@
 What an instructor publishes for a graded cohort (a folder, or with
 ``--git`` a repository whose history holds only editions): the chapters,
 the book, the checks, the self-check, a README for students, the Binder
-set-up, and the
-reference answers of the chapters whose due date (``schedule.yml``, plus
+set-up, and the reference answers of the chapters whose due date (``schedule.yml``, plus
 the longest extension granted) has passed, and of no other. It holds no
 ``solutions/``, no tests (hidden-test sources, mutants), no generated
 outputs but the pre-rendered figures of the book, no caches.
