@@ -124,6 +124,8 @@ class Pool:
                 if outcome.problem is None and task.autograde and not course.is_graded(task.student):
                     outcome = Outcome("nbgrader autograde did not finish the notebook")
                 if outcome.problem and attempts[task.student] < ATTEMPTS:
+                    if task.autograde:  # the retry starts from nothing of this attempt
+                        remove_quietly(course.autograded(task.student))
                     queue.append(task)
                     continue
                 outcomes[task.student] = outcome
