@@ -18,7 +18,6 @@ from ..framework import Case
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
 UNK_CHAR = "\ufffd"
-_WORD = WORDS
 
 
 def _merge(tokens: list[str], pair: tuple[str, str], merge: str = "ok") -> list[str]:
@@ -46,7 +45,7 @@ def _train(corpus: str, num_merges: int, *, tie: str = "greatest", cross_words: 
     """train_bpe, step by step as the contract states it; the knobs' defaults are the contract."""
     if num_merges < 0:
         raise ValueError("a negative num_merges is an error")
-    freq = Counter([corpus] if cross_words else _WORD.findall(corpus))
+    freq = Counter([corpus] if cross_words else WORDS.findall(corpus))
     words = [[list(w), f if weighted else 1] for w, f in freq.items()]
 
     def count() -> Counter:  # in insertion order: first seen first ("the first pair found")
@@ -73,7 +72,7 @@ def _train_fast(corpus: str, num_merges: int, *, tie: str = "greatest",
     changes are not recorded under their new pairs, so a later merge of such a pair skips them."""
     if num_merges < 0:
         raise ValueError("a negative num_merges is an error")
-    freq = Counter(_WORD.findall(corpus))
+    freq = Counter(WORDS.findall(corpus))
     words = {w: list(w) for w in freq}
     pairs = lambda toks: Counter(zip(toks, toks[1:]))  # noqa: E731
     counts: Counter = Counter()
@@ -148,7 +147,7 @@ def _stream(chunks: list[str], *, mistake: str = "") -> list[int]:
     for chunk in chunks:
         text = pending + chunk
         if mistake == "no_tail":
-            words = _WORD.findall(text)
+            words = WORDS.findall(text)
             done, pending = ("".join(words[:-1]), words[-1]) if words else ("", "")
         else:
             cut = max((k + 1 for k, ch in enumerate(text) if ch.isspace()), default=0)
@@ -168,7 +167,7 @@ def _encode(text: str, merges: list[tuple[str, str]], *, order: str = "learned",
     """bpe_encode: the merges replayed in learned `order` on each word ("frequent": the word's most
     frequent known pair first; "scan": one greedy left-to-right pass); split=False: text.split()."""
     out, known = [], set(merges)
-    for word in _WORD.findall(text) if split else text.split():
+    for word in WORDS.findall(text) if split else text.split():
         toks = list(word)
         if order == "scan":
             toks = [word[0]] if word else []

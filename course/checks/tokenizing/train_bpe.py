@@ -21,15 +21,14 @@ from ._shared import _HUG, _TIES, _by_hand, _cases, _function_check, _lexicon, _
 #   (ab,ab), (␣,ab) tie at 2: (xy,xy), (ab,ab), (␣,abab).
 _HAND = _by_hand(  # {arguments: answer} of its visible cases, the same of more hidden ones
     _train, {("hug hugs pug hug", 10): _HUG, ("aaa aaa aaa", 10): [("a", "a"), ("aa", "a"), (" ", "aaa")],
-             ("ab ab ab", 5): [("a", "b"), (" ", "ab")], ("hug hugs pug hug", 0): []},
+             ("ab ab ab", 5): [("a", "b"), (" ", "ab")], ("hug hugs pug hug", 0): [],
+             ("ab ab", -1): kit.raises("a negative num_merges is an error")},
     {("hug hugs pug hug", 2): _HUG[:2], ("cd ab ab ab cd", 10): [("a", "b"), (" ", "ab"), ("c", "d")],
-     ("   ", 4): [(" ", " ")], ("", 3): [], ("abab abab", 10): [("a", "b"), ("ab", "ab")],
-     ("ab ab", -1): kit.raises("a negative num_merges is an error")})
+     ("   ", 4): [(" ", " ")], ("", 3): [], ("abab abab", 10): [("a", "b"), ("ab", "ab")]})
 _HAND_TIES = _by_hand(
     _train, {("cdcd abab efef", 10): [("e", "f"), ("c", "d"), ("a", "b")],
-             ("abab acac", 10): [("a", "c"), ("a", "b")]},
-    {("AbAb abab", 10): [("a", "b"), ("A", "b")],
-     ("xyxy xyxy abab abab", 10): [("x", "y"), ("a", "b"), ("xy", "xy"), ("ab", "ab"), (" ", "abab")]})
+             ("abab acac", 10): [("a", "c"), ("a", "b")], ("AbAb abab", 10): [("a", "b"), ("A", "b")]},
+    {("xyxy xyxy abab abab", 10): [("x", "y"), ("a", "b"), ("xy", "xy"), ("ab", "ab"), (" ", "abab")]})
 # random corpora (alphabet, lexicon size, longest word, words, merges, mixed spaces): visible, hidden
 _RANDOM_TRAIN = ([("abc", 6, 4, 30, 8, False)],
                  [("abc", 8, 5, 60, 20, False), ("abcd", 10, 6, 80, 30, True), ("ab", 6, 6, 50, 40, True),
