@@ -108,12 +108,14 @@ _LATE_ITEM = re.compile(r'\s*<li class="late-penalty">.*?</li>', re.S)
 @functools.cache
 def bibliography() -> dict[str, tuple[str, str]]:
     """{key: (authors as cited, year)} of ``references.bib``: "Vaswani et al.", "Ba and Kiros"."""
+    from pybtex.backends.plaintext import Backend
     from pybtex.database import parse_file
     from pybtex.richtext import Text
 
+    plain = Backend()  # render_as("text") looks it up among every package's entry points, 13 s for the whole file
     cited = {}
     for key, entry in parse_file(str(BIBLIOGRAPHY)).entries.items():
-        names = [Text.from_latex(" ".join(p.prelast_names + p.last_names)).render_as("text")
+        names = [Text.from_latex(" ".join(p.prelast_names + p.last_names)).render(plain)
                  for p in entry.persons.get("author", [])]
         authors = (names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2
                    else f"{names[0]} et al." if names else key)
