@@ -56,7 +56,8 @@ book: setup
 
 # The whole test suite; CI runs exactly this, through .ci/run. The book build
 # and the hostile-submission suite (which has time limits to hit) run first,
-# on their own; then everything else on two workers, one chapter per worker.
+# side by side, one worker each; then everything else on two workers, one
+# chapter per worker.
 # The tests' folders live in TEST_TMP, one per checkout, emptied at the start of
 # each run (pytest's own clean-up of old folders is recursive and dies on the
 # folder chains thousands deep that the hostile tests build).
@@ -64,5 +65,5 @@ SOLO_TESTS := tests/test_book.py tests/test_hostile.py
 TEST_TMP ?= /tmp/course-tests-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
 test: setup
 	$(BIN)/python -c 'import sys; from autograder.cleanup import remove_tree; remove_tree(sys.argv[1])' $(TEST_TMP) && mkdir -m 700 $(TEST_TMP)
-	$(BIN)/python -m pytest -ra --durations=10 --basetemp=$(TEST_TMP)/solo $(SOLO_TESTS)
+	$(BIN)/python -m pytest -ra --durations=10 -n 2 --dist loadgroup --basetemp=$(TEST_TMP)/solo $(SOLO_TESTS)
 	$(BIN)/python -m pytest -ra --durations=20 -n 2 --dist loadgroup --basetemp=$(TEST_TMP)/rest $(addprefix --ignore=,$(SOLO_TESTS))

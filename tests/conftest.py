@@ -42,3 +42,21 @@ def _no_deep_chains_left(tmp_path_factory):
     with a recursive rmtree that dies on them (RecursionError), so each session cuts its own."""
     yield
     _cut_deep_chains(tmp_path_factory.getbasetemp())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep each `xdist_group` on one worker under `--dist loadgroup`. pytest-xdist 3.8 names an
+    item's group by rewriting `item._nodeid`, which pytest 9 no longer reads (an item's id is
+    `item._id`), so every group was spread over both workers: each worker built the book, graded the
+    hostile batch and waited on the other's chapter gradings. This names the group in the id the
+    scheduler reads (`nodeid@group`), as pytest-xdist means to."""
+    from _pytest.nodeid import NodeId
+
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        suffix = "@" + "_".join(sorted(names))
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)

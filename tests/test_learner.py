@@ -44,6 +44,10 @@ def write_notebook(folder: Path, chapter: str, stub: bool = False,
     nbformat.write(nb, folder / f"{chapter}.ipynb")
 
 
+#: one worker runs this module, so its module fixture is made once (`make test` runs two)
+pytestmark = pytest.mark.xdist_group("learner")
+
+
 @pytest.fixture(scope="module")
 def learner(tmp_path_factory):
     """Chapters 2, 3 (a wrong PositionalEncoding), 5, 6 (the stub), 7 and 8; none of 4, 9, 10 and 11."""

@@ -67,6 +67,10 @@ def assert_same_results(got: Path, want: Path) -> None:
         folders += d.subdirs.values()
 
 
+#: one worker runs this module, so its module fixture is made once (`make test` runs two)
+pytestmark = pytest.mark.xdist_group("scale")
+
+
 @pytest.fixture(scope="module")
 def sequential(tmp_path_factory) -> Graded:
     """The class graded one student at a time, into SQLite."""

@@ -35,6 +35,10 @@ def files(root):
     return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
 
 
+#: one worker runs this module, so its module fixture is made once (`make test` runs two)
+pytestmark = pytest.mark.xdist_group("edition")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     dest = tmp_path_factory.mktemp("edition") / "student-edition"
