@@ -60,7 +60,7 @@ from .course_folder import Course
 from .fingerprint import folder_digest, judging_digest
 from .gradebook import gradebook_url, open_gradebook, release_recorded, setup_lock
 from .intake import STUDENT_ID, Intake, intake
-from .late import format_timestamp, late_note, read_timestamp
+from .late import format_timestamp, late_note, read_timestamp, reassess_penalties
 from .limits import Limits, chapter_limits
 from .nbconfig import nbgrader_config, write_config
 from .nbgrader_commands import (
@@ -121,9 +121,11 @@ def prepare_assignment(course: Course, db_url: str) -> str:
     return digest
 
 
-def set_due_date(course: Course, db_url: str, schedule: Schedule, students: list[str]) -> None:
-    """Give nbgrader the chapter's due date and each student's extension
-    (``schedule.yml``); nbgrader's AssignLatePenalties does the rest."""
+def set_due_date(course: Course, db_url: str, schedule: Schedule, students: list[str], config) -> None:
+    """Give nbgrader the chapter's due date and each student's extension (``schedule.yml``), and
+    take every graded notebook's late penalty again (`late.reassess_penalties`): a notebook that is
+    not run again gets the penalty of its lateness and score now (a new extension, a score given by
+    hand); nbgrader's AssignLatePenalties does the same for those it autogrades."""
     from nbgrader.api import MissingEntry
 
     ch = course.ch.id
@@ -140,6 +142,8 @@ def set_due_date(course: Course, db_url: str, schedule: Schedule, students: list
                     continue
             gb.update_or_create_student(s)
             gb.update_or_create_submission(ch, s, extension=extension)
+    with open_gradebook(db_url) as gb:
+        reassess_penalties(gb, ch, config)
 
 
 def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, use_sandbox: bool, limits: Limits,
@@ -161,8 +165,8 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, u
     secret_digest = hashlib.sha256(secret.read_bytes()).hexdigest()
     judging = judging_digest(ch, limits, published)
     key = f"{prepare_assignment(course, db_url)}\0{judging}\0{use_sandbox}\0{secret_digest}"
-    set_due_date(course, db_url, schedule, sorted(folders))
-    key += f"\0{schedule.due.get(ch.id)}\0{schedule.late_penalty}\0{schedule.forbidden_calls}"
+    set_due_date(course, db_url, schedule, sorted(folders), config)
+    key += f"\0{schedule.forbidden_calls}"  # lateness is not: it changes the penalty, never what runs
     release = nbformat.read(course.release, as_version=4)
     status: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
@@ -175,7 +179,7 @@ def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, u
                 course.forget(s)
                 continue
             timestamp, problem = read_timestamp(folder)
-            staged = course.stage(s, got.notebook, f"{key}\0{schedule.extensions.get((s, ch.id))}", timestamp)
+            staged = course.stage(s, got.notebook, key, timestamp)
         except Exception as err:  # one student's files (an upload, or what their kernel left) stop only them
             status[s] = f"not graded: could not stage the notebook ({type(err).__name__}: {err})"[:300]
             course.forget(s, quietly=True)

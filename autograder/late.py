@@ -42,6 +42,23 @@ class PercentPerDay(LateSubmissionPlugin):
         return round(score * min(1.0, days * self.percent / 100), 2)
 
 
+def reassess_penalties(gb, chapter: str, config) -> None:
+    """Take each late notebook's penalty of `chapter` from its score now, as nbgrader's
+    ``AssignLatePenalties`` does when it autogrades (with the plugin and policy of `config`, the
+    course folder's nbgrader configuration): a score given by hand in the formgrader, or an extension
+    or due date changed since, change the penalty without running the notebook again."""
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    assess = AssignLatePenalties(config=config)
+    assess.init_plugin()
+    for sub in gb.assignment_submissions(chapter):
+        late = sub.total_seconds_late
+        for nb in sub.notebooks:
+            penalty = assess.plugin_inst.late_submission_penalty(sub.student.id, nb.score, late) if late > 0 else None
+            nb.late_submission_penalty = None if penalty is None else min(max(penalty, 0.0), nb.score)
+    gb.db.commit()
+
+
 def read_timestamp(folder: Path) -> tuple[str | None, str | None]:
     """(timestamp, problem) of a submission folder's timestamp.txt, in
     nbgrader's format ("2026-09-21 22:59:00.000000 UTC"); (None, None) if there is none."""

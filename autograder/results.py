@@ -9,12 +9,12 @@ import json
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
-from course.protocol import STATUS_DIR
+from course.protocol import CONFIG_FILE, STATUS_DIR
 
 from .course_folder import Course
 from .execute import status_path
 from .gradebook import gradebook_url, open_gradebook
-from .late import describe_lateness
+from .late import describe_lateness, reassess_penalties
 
 GRADES_HEADER = ["student_id", "assignment", "score", "max_score", "status",
                  "late_penalty", "timestamp", "duedate", "seconds_late"]
@@ -144,12 +144,18 @@ def refresh(out: Path, db_url: str | None = None) -> list[Row]:
     """Read the scores of OUT/grades.csv's graded rows (and OUT/exercises.csv)
     again from the gradebook (`db_url`, default: OUT's own SQLite one), so that
     what was graded or adjusted by hand in nbgrader's formgrader since `grade`
-    ran is included; rewrite both files."""
+    ran is included, late penalties taken from those scores; rewrite both files."""
     from nbgrader.api import MissingEntry
+    from traitlets.config.loader import JSONFileConfigLoader
 
-    rows, cells = [], []
+    rows, cells, written = [], [], read_rows(out / "grades.csv")
+    config_path = out / "nbgrader" / CONFIG_FILE
     with open_gradebook(gradebook_url(out / "nbgrader", db_url)) as gb:
-        for row in read_rows(out / "grades.csv"):
+        if config_path.is_file():  # scores given by hand since `grade` ran change what a penalty takes
+            config = JSONFileConfigLoader(CONFIG_FILE, path=str(config_path.parent)).load_config()
+            for chapter in sorted({r.assignment for r in written if r.status.startswith("graded")}):
+                reassess_penalties(gb, chapter, config)
+        for row in written:
             if row.status.startswith("graded"):
                 try:
                     sub = gb.find_submission(row.assignment, row.student_id)

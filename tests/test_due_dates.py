@@ -162,13 +162,31 @@ def test_late_work_is_penalised_by_nbgrader_and_reported(tmp_path, capfd):
     assert f"{shown['late']:g} points less a penalty" in late["status"]
     assert all(shown[s] == float(rows[s]["score"]) for s in ("ontime", "excused", "untimed"))
 
-    # The instructor grants "late" an extension: only that notebook is graded again, without penalty.
+    # The instructor grades "late" by hand in the formgrader (half of every cell's points, through
+    # nbgrader's API as the formgrader stores it): the penalty is taken from that score, in export...
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'out' / 'nbgrader' / 'gradebook.db'}") as gb:
+        for g in gb.find_submission(CH.id, "late").notebooks[0].grades:
+            g.manual_score, g.needs_manual_grade = g.max_score / 2, False
+        gb.db.commit()
+    by_hand = sum(points for points, _ in grade_cells(CH).values()) / 2
+    export(tmp_path / "out", "moodle", chapters=[CH.id])
+    late = _rows(tmp_path / "out")["late"]
+    assert float(late["late_penalty"]) == round(by_hand * 0.2, 2), late
+    assert late["status"] == (f"graded (graded by hand; late by 1 day 6 h: {by_hand:g} points less a penalty "
+                              f"of {round(by_hand * 0.2, 2):g})")
+    capfd.readouterr()
+    # ... and then the instructor grants "late" an extension: no notebook runs again (lateness is not
+    # what runs), the penalty goes, and the hand-given score stays without awaiting review.
     schedule = Schedule(due={CH.id: due}, extensions={("excused", CH.id): dt.timedelta(days=2),
                                                       ("late", CH.id): dt.timedelta(days=2)},
                         late_penalty="10% per day")
     grade(subs, tmp_path / "out", use_sandbox=use_sandbox, secret=tmp_path / "secret", schedule=schedule)
+    assert "0 notebook(s) run, 4 unchanged" in capfd.readouterr().out
     again = _rows(tmp_path / "out")
-    assert float(again["late"]["score"]) == top and again["late"]["status"] == AWAITS
+    assert float(again["late"]["score"]) == by_hand and float(again["late"]["late_penalty"]) == 0
+    assert again["late"]["status"] == "graded (graded by hand)", again["late"]
     assert {s: again[s] for s in again if s != "late"} == {s: rows[s] for s in rows if s != "late"}
 
 
