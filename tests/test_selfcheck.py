@@ -17,7 +17,7 @@ from mutants import mutants_for
 from submissions import Mutant, lean, mutated, solved
 from test_grading import GRADED, SOLUTION, STUB, grade_cells, graded, slug
 
-_SCORE = re.compile(r"^  (PASS|FAIL)  (\S+) +([\d.]+)/([\d.]+)$", re.M)
+_SCORE = re.compile(r"^  (PASS|FAIL|WAIT)  (\S+) +([\d.]+)/([\d.]+)$", re.M)
 
 
 def self_check(nb: nbformat.NotebookNode, folder, name: str) -> subprocess.CompletedProcess:
@@ -69,3 +69,21 @@ def test_wrong_answer_shows_every_failed_case_with_its_hint(tmp_path):
     assert re.search(r"^  FAIL  test-linear-rows +0/2$", proc.stdout, re.M), proc.stdout
     after = proc.stdout.split("test-linear-rows", 1)[1]
     assert after.count("Did you forget to add the bias b?") == 2, proc.stdout  # both visible cases
+
+
+@pytest.mark.slow
+def test_an_exercise_that_fails_on_an_earlier_failing_piece_waits(tmp_path):
+    """Chapter 4's softmax normalised over the whole tensor: the softmax exercise FAILs with its
+    hint; SDPA, which runs the student's softmax, WAITs (the grader judges it on what it adds) and
+    says to fix the softmax first; SDPA's own mistake below a passing softmax is a FAIL."""
+    ch = get_chapter("04_attention")
+    by_name = {m.name: m for m in mutants_for(ch.topic)}
+    proc = self_check(mutated(ch, by_name["softmax normalised over the whole tensor"]), tmp_path / "a", f"{ch.id}.ipynb")
+    status = {gid: s for s, gid, _, _ in _SCORE.findall(proc.stdout)}
+    assert status["test-softmax"] == "FAIL" and status["test-sdpa"] == "WAIT", proc.stdout
+    assert "an exercise above fails: fix that one first" in proc.stdout.split("test-sdpa", 1)[1]
+    assert re.search(r"of the points missing wait on an exercise above \(WAIT\)$", proc.stdout.strip()), proc.stdout
+    proc = self_check(mutated(ch, by_name["mask added after the softmax"]), tmp_path / "b", f"{ch.id}.ipynb")
+    status = {gid: s for s, gid, _, _ in _SCORE.findall(proc.stdout)}
+    assert status["test-softmax"] == "PASS" and status["test-sdpa"] == "FAIL", proc.stdout
+    assert "WAIT" not in proc.stdout
