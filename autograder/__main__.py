@@ -77,8 +77,14 @@ def _collect_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _collect(args: argparse.Namespace, fail: Fail) -> None:
+    import zipfile
+
     from .collect import collect
     get_chapter(args.chapter)
+    if not args.archive.is_file() or not zipfile.is_zipfile(args.archive):
+        fail(f"{args.archive} is not a zip file: collect reads the zip an LMS exports (Moodle's 'Download "
+             f"all submissions', Canvas's 'Download Submissions'); notebooks in folders go into "
+             f"{args.into}/<student_id>/{args.chapter}/ by hand (README, step 4)")
     found = collect(args.archive, args.chapter, args.into, args.timezone)
     print(f"collected {len(found)} notebook(s) into {args.into}")
 
@@ -169,6 +175,8 @@ def _export_arguments(p: argparse.ArgumentParser) -> None:
 
 def _export(args: argparse.Namespace, fail: Fail) -> None:
     from .lms import export
+    for chapter in args.chapter or []:
+        get_chapter(chapter)  # an unknown id stops here, with the known ones
     for path in export(args.out, args.lms, args.roster, args.chapter, args.missing_as_zero):
         print(f"wrote {path}")
 

@@ -223,7 +223,19 @@ def collect(archive: Path, chapter: str, into: Path, timezone: str | None = None
             else:
                 stamp.write_text(format_timestamp(when) + "\n")
             print(f"{student}: {info.filename} -> {dest.relative_to(into)}, {describe_time(info, when, zone)}")
+            if other := other_chapter(info.filename, chapter):
+                print(f"  warning: {student}'s notebook is named after chapter {other}, not {chapter}: "
+                      f"is this {chapter}'s archive, and the student's right notebook?")
     return {s: i.filename for s, i in chosen.items()}
+
+
+def other_chapter(filename: str, chapter: str) -> str | None:
+    """The chapter id a member's file name holds when it is not `chapter`'s (a Canvas name holds the
+    uploaded file's name after the student's), or None."""
+    name = PurePosixPath(filename).name
+    if chapter in name:
+        return None
+    return next((ch for ch in sorted(chapter_ids()) if ch in name), None)
 
 
 def describe_time(info: zipfile.ZipInfo, when: dt.datetime | None, zone: ZoneInfo) -> str:

@@ -108,6 +108,24 @@ def test_cli_rejects_unknown_chapter(tmp_path):
     assert proc.returncode != 0 and "unknown chapter" in proc.stderr + proc.stdout
 
 
+def test_cli_says_it_reads_zips_when_given_a_folder(tmp_path):
+    folder = tmp_path / "downloaded"
+    (folder / "s1").mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "collect", str(folder), "--chapter", "01_tokenizing",
+                           "--into", str(tmp_path / "subs")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{folder} is not a zip file: collect reads the zip an LMS exports" in proc.stderr, proc.stderr
+
+
+def test_a_notebook_named_after_another_chapter_is_collected_with_a_warning(tmp_path, capsys):
+    got = collected(tmp_path, [("lovelaceada_1001_501_04_attention.ipynb", "ada", OLD),
+                               ("turingalan_1002_502_01_tokenizing.ipynb", "alan", OLD)])
+    assert got == {"1001": "ada", "1002": "alan"}
+    warnings = [line for line in capsys.readouterr().out.splitlines() if "warning" in line]
+    assert warnings == ["  warning: 1001's notebook is named after chapter 04_attention, not 01_tokenizing: is "
+                        "this 01_tokenizing's archive, and the student's right notebook?"]
+
+
 # Ownership: whose a notebook is comes from the archive's top-level entry, the one the LMS
 # named, never from names a student put inside their own upload. In each archive below a
 # student plants, inside their own entry, a newer notebook under names of another student of

@@ -188,6 +188,9 @@ def test_cli_exports_and_refuses_without_grades(tmp_path):
     assert not_due.returncode != 0 and "no due date in schedule.yml" in not_due.stderr
     bad = subprocess.run([*run, str(tmp_path / "nothing"), "--lms", "moodle"], check=False, capture_output=True, text=True)
     assert bad.returncode != 0 and "run `python -m autograder grade` first" in bad.stderr
+    unknown = subprocess.run([*run, str(tmp_path / "out"), "--lms", "moodle", "--chapter", "4"], check=False,
+                             capture_output=True, text=True)
+    assert unknown.returncode != 0 and "unknown chapter '4' (known: 00_introduction, " in unknown.stderr, unknown.stderr
 
 
 # Only a grade where there is one: a chapter not yet due is not exported unless named; a student who
