@@ -273,11 +273,14 @@ def write_report(out: Path) -> Path:
     by_chapter: dict[str, list[Exercise]] = defaultdict(list)
     for ex in exercises:
         by_chapter[ex.chapter].append(ex)
+    for chapter, listed in by_chapter.items():  # in the notebook's order (exercises.csv's is the ids')
+        order = {gid: i for i, gid in enumerate(_titles(out, chapter))}
+        listed.sort(key=lambda ex: order.get(ex.grade_id, len(order)))
     with open(folder / "exercises.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["assignment", "grade_id", "students", "mean", "max_score", "full_marks_share",
                     "most_common_failure", "students_with_it"])
-        for ex in exercises:
+        for ex in (ex for chapter in sorted(by_chapter) for ex in by_chapter[chapter]):
             reason, count = ex.common_reason()
             w.writerow([ex.chapter, ex.grade_id, len(ex.scores), round(ex.mean, 3), ex.max_score,
                         round(ex.full_share, 3), reason, count])

@@ -1,10 +1,13 @@
 """The instructor's report (`autograder.report`) on small hand-made classes: no grading needed."""
 
+import csv
 import json
 from collections import Counter
 
 import nbformat
 
+from autograder.chapters import get_chapter
+from autograder.feedback import exercise_titles
 from autograder.judge import report_digest, verdicts_path
 from autograder.report import (NO_RECORD, NOT_ATTEMPTED, NOT_REACHED, OTHER, Exercise, collect, failure_reason,
                                write_report)
@@ -125,3 +128,20 @@ def test_cases_judged_on_a_students_own_earlier_pieces_are_attributed_to_those_p
     assert ex.replayed_on == Counter({pieces: 2}) and ex.reasons == Counter()
     assert f"Judged on the student's own {pieces} (which differ" in write_report(tmp_path).read_text()
     assert "): 2 students</p>" in write_report(tmp_path).read_text()
+
+
+def test_exercises_are_listed_in_the_notebooks_order(tmp_path):
+    """exercises.csv lists the grade ids sorted by name; the report's table, its chart and its own
+    exercises.csv follow the chapter's notebook (4.1, 4.2, 4.3), as the release in OUT holds it."""
+    release = nbformat.read(get_chapter(CH).student, as_version=4)  # what grade copies into OUT
+    folder = tmp_path / "nbgrader" / "release" / CH
+    folder.mkdir(parents=True)
+    nbformat.write(release, folder / f"{CH}.ipynb")
+    order = list(exercise_titles(release))
+    assert order != sorted(order)  # otherwise this test shows nothing
+    write_csvs(tmp_path, [Row("1001", CH, 9.0, 9.0, "graded")],
+               [["1001", CH, CH, gid, 1.0, 1.0] for gid in sorted(order)])
+    page = write_report(tmp_path).read_text()
+    assert sorted(order, key=page.index) == order
+    with open(tmp_path / "report" / "exercises.csv", newline="") as f:
+        assert [r["grade_id"] for r in csv.DictReader(f)] == order
