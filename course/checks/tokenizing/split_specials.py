@@ -43,7 +43,7 @@ def _random_texts(rng: np.random.Generator) -> list[tuple]:
         out.append(("".join(str(p) for p in rng.choice(parts, size=8)), sorted({left, right}, key=len)))
     for _ in range(3):
         base = [f"<|{w}|>" for w in _lexicon(rng, "abc", 2, 3)]
-        specials = sorted(set(base + [base[0] + base[1]]), key=len)
+        specials = sorted(dict.fromkeys(base + [base[0] + base[1]]), key=len)  # ties: in the order drawn
         parts = _lexicon(rng, "abc ", 4, 4) + specials + [base[0][:-1], base[1][2:]] + [base[0] + base[1]] * 2
         text = "".join(str(p) for p in rng.choice(parts, size=10))
         out.append((text, specials))
