@@ -179,7 +179,8 @@ class JudgeChecks(NbGraderPreprocessor):
         secret_lines: set[str] = set()
         cells = {}
         released = self._released(resources["nbgrader"])
-        code = [c.source for c in nb.cells if c.cell_type == "code" and not is_test_cell(c) and c.source not in released]
+        code = [c.source for c in nb.cells
+                if c.cell_type == "code" and not is_test_cell(c) and c.source not in released]
         for cell in nb.cells:
             if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
                 cell.outputs, records = judge_cell(cell.source, float(cell.metadata.nbgrader["points"]), probe,
@@ -236,9 +237,9 @@ def forbidden_note(source: str, cells: list[str], records: list[dict]) -> str:
 def forbidden_uses(source: str, cells: list[str]) -> list[str]:
     """The library functions that the checks a test cell calls forbid (their probes' `forbid`) and
     that the student's code names (`course.cells.uses_of`; `cells`: the sources of the notebook's
-    code cells but its test cells and the cells as released, which are the instructor's). The sandbox makes them raise while a check runs, but a notebook can
-    call one elsewhere (or under another name) and hand the check its result: the grader flags
-    it, and a person decides."""
+    code cells but its test cells and the cells as released, which are the instructor's). The
+    sandbox makes them raise while a check runs, but a notebook can call one elsewhere (or under
+    another name) and hand the check its result: the grader flags it, and a person decides."""
     forbid: list[str] = []
     try:
         names = checks_in_source(source)

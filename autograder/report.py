@@ -239,7 +239,8 @@ def _plots(folder: Path, chapter: str, totals: list[float], maximum: float, exer
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;
-vertical-align:top}th{background:#f3f3f3}ol{margin:0;padding-left:1.2rem}td.n{text-align:right}img{margin:.5rem 1rem .5rem 0}"""
+vertical-align:top}th{background:#f3f3f3}ol{margin:0;padding-left:1.2rem}td.n{text-align:right}
+img{margin:.5rem 1rem .5rem 0}"""
 
 
 def _titles(out: Path, chapter: str) -> dict[str, str]:

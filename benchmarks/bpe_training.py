@@ -57,8 +57,9 @@ def main() -> None:
         print(f"{learn.__name__:>14}: {len(merges[learn.__name__])} merges in {seconds[learn.__name__]:.3f} s")
     if merges["train_bpe"] != merges["train_bpe_fast"]:
         raise SystemExit("the two learned different merges")
-    record = {"task": "bpe_training", "text": args.text.name, "characters": len(text), "bytes": len(text.encode("utf-8")),
-              "merges": args.merges, "repeats": args.repeats, "processor_seconds": seconds,
+    record = {"task": "bpe_training", "text": args.text.name, "characters": len(text),
+              "bytes": len(text.encode("utf-8")), "merges": args.merges, "repeats": args.repeats,
+              "processor_seconds": seconds,
               "hardware": cpu_name(), "threads": 1, "load_average_before": load_before,
               "load_average": os.getloadavg(), "date": dt.date.today().isoformat()}
     print(f"{seconds['train_bpe'] / seconds['train_bpe_fast']:.1f} times faster; {record['hardware']}, load "

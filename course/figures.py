@@ -3,7 +3,6 @@ figures of formulas and of recorded runs (`course.runs`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 

@@ -249,7 +249,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     corpus = CharCorpus(load_text(args.data, expected=SHA256))
     config = replace(TRAIN, steps=args.steps, threads=args.threads)
-    record = {"task": "modern_vs_gpt", "machine": cpu_name(), "cores": os.cpu_count(), "threads": config.threads, "torch": torch.__version__,
+    record = {"task": "modern_vs_gpt", "machine": cpu_name(), "cores": os.cpu_count(), "threads": config.threads,
+              "torch": torch.__version__,
               "omp_wait_policy": omp_wait_policy(),
               "train": asdict(config), "block_size": 64, "gpt": asdict(GPT),
               "variants": {n: None if v is None else {**asdict(v.config), "change": v.change, "optimizer": v.optimizer}

@@ -1,10 +1,10 @@
 """The pieces of the transformer the course builds, by name, and whose they are.
 
-Chapter 10 trains a model assembled from chapters 2 to 9, chapter 11 one with its own pieces. `reference_parts()` gives the
-course's own answers (`course.reference.<topic>`); `course.learner.learner_parts(...)` gives a
-learner's answers where they exist and pass their checks, and the reference otherwise. Either
-way the result is a `Parts`: ``parts.Transformer`` is a class, ``parts.owner("Transformer")``
-says ``"yours"`` or ``"reference"``.
+Chapter 10 trains a model assembled from chapters 2 to 9, chapter 11 one with its own pieces.
+`reference_parts()` gives the course's own answers (`course.reference.<topic>`);
+`course.learner.learner_parts(...)` gives a learner's answers where they exist and pass their
+checks, and the reference otherwise. Either way the result is a `Parts`: ``parts.Transformer``
+is a class, ``parts.owner("Transformer")`` says ``"yours"`` or ``"reference"``.
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ def pytest_collection_modifyitems(config, items):
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
-        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                 for m in item.iter_markers("xdist_group")}
         suffix = "@" + "_".join(sorted(names))
         if names and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)

@@ -24,7 +24,8 @@ def code(source: str = "", tags: tuple[str, ...] = (), **nbgrader) -> nbformat.N
 
 
 def markdown(source: str = "", **nbgrader) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(source, metadata={"nbgrader": {"grade_id": "m", **nbgrader}} if nbgrader else {})
+    metadata = {"nbgrader": {"grade_id": "m", **nbgrader}} if nbgrader else {}
+    return nbformat.v4.new_markdown_cell(source, metadata=metadata)
 
 
 # ------------------------------------------------------------ check calls ---
@@ -194,8 +195,8 @@ def test_course_imports_nothing_of_the_autograder_and_this_module_nothing_heavy(
     ("import torch.nn.functional as F\n\ndef f(x):\n    return F.softmax(x, -1)\n",
      ["torch.softmax", "torch.Tensor.softmax"]),
     ("from torch import softmax as s\n\ndef f(x):\n    return s(x, -1)\n", ["torch.softmax", "torch.Tensor.softmax"]),
-    ("def softmax(x, dim):\n    e = (x - x.max(dim, keepdim=True).values).exp()\n    return e / e.sum(dim, keepdim=True)\n"
-     "\n\ny = softmax(torch.ones(3), 0)\n", []),
+    ("def softmax(x, dim):\n    e = (x - x.max(dim, keepdim=True).values).exp()\n"
+     "    return e / e.sum(dim, keepdim=True)\n\n\ny = softmax(torch.ones(3), 0)\n", []),
     ("this is not python(", []),
     ("from course.reference.attention import softmax\n\ny = softmax(torch.ones(3), 0)\n", []),  # the course's own
     ("from course.reference.attention import softmax\nfrom torch import softmax as s\n",
@@ -218,7 +219,8 @@ def test_the_solutions_name_no_function_their_checks_forbid_and_a_forbidden_call
         for cell in (c for c in nb.cells if cells.is_test_cell(c)):
             assert judge.forbidden_uses(cell.source, code) == [], (ch.id, cells.grade_id(cell))
     test = 'check("attention.softmax", softmax)'
-    assert "torch.softmax" in judge.forbidden_uses(test, ["x = 1", "def softmax(x, dim):\n    return torch.softmax(x, dim)"])
+    assert "torch.softmax" in judge.forbidden_uses(test, ["x = 1",
+                                                          "def softmax(x, dim):\n    return torch.softmax(x, dim)"])
     assert "torch.softmax" in judge.forbidden_uses(test, ["_sm = torch.softmax", "softmax = lambda x, d: _sm(x, d)"])
     assert "torch.softmax" in judge.forbidden_uses(test, ["def softmax(x, d):\n    return torch._softmax(x, d, False)"])
     assert "torch.softmax" in judge.forbidden_uses(test, ["f = torch.ops.aten.something"])

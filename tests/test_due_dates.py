@@ -86,7 +86,8 @@ def test_the_policy_reaches_nbgrader(tmp_path):
     per_day = nbgrader_config(tmp_path, tmp_path / "s", "k", Limits(), "12.5% per day")
     assert per_day.AssignLatePenalties.plugin_class == "autograder.late.PercentPerDay"
     assert per_day.PercentPerDay.percent == 12.5
-    assert nbgrader_config(tmp_path, tmp_path / "s", "k", Limits(), "zero").LateSubmissionPlugin.penalty_method == "zero"
+    zero = nbgrader_config(tmp_path, tmp_path / "s", "k", Limits(), "zero")
+    assert zero.LateSubmissionPlugin.penalty_method == "zero"
     assert "autograder.late.PercentPerDay" not in str(nbgrader_config(tmp_path, tmp_path / "s", "k", Limits()))
 
 

@@ -107,7 +107,8 @@ class Graded:
 def grade_cells(ch: Chapter) -> dict[str, tuple[float, bool]]:
     """{grade id: (points, graded by hand)} of the chapter's graded cells: its test cells, and its
     written answers (nbgrader's manually graded answers), which the autograder leaves to a person."""
-    return {c.metadata.nbgrader["grade_id"]: (float(c.metadata.nbgrader["points"]), bool(c.metadata.nbgrader.get("solution")))
+    return {c.metadata.nbgrader["grade_id"]:
+            (float(c.metadata.nbgrader["points"]), bool(c.metadata.nbgrader.get("solution")))
             for c in nbformat.read(ch.solution, 4).cells if c.metadata.get("nbgrader", {}).get("grade")}
 
 
@@ -346,7 +347,8 @@ def test_cell_limits_are_a_generous_multiple_of_the_reference_cells_times(ch, tm
     assert limits.test_cell_seconds >= GENEROUS * slowest["test"], (limits, slowest)
     assert limits.cell_seconds >= GENEROUS * max(slowest.values()), (limits, slowest)
     whole = json.loads((out / "nbgrader" / STATUS_DIR / status_name(SOLUTION, ch.id)).read_text())["seconds"]
-    assert whole <= limits.notebook_seconds / 1.5, f"the reference ran {whole} s of its {limits.notebook_seconds} s budget"
+    assert whole <= limits.notebook_seconds / 1.5, \
+        f"the reference ran {whole} s of its {limits.notebook_seconds} s budget"
     print(f"{ch.id}: slowest test cell {slowest['test']:.1f} s (limit {limits.test_cell_seconds} s), "
           f"slowest other cell {slowest['any']:.1f} s (limit {limits.cell_seconds} s)")
 

@@ -186,7 +186,8 @@ def test_cli_exports_and_refuses_without_grades(tmp_path):
     not_due = subprocess.run([*run, str(tmp_path / "out"), "--lms", "moodle"], check=False, capture_output=True,
                              text=True)
     assert not_due.returncode != 0 and "no due date in schedule.yml" in not_due.stderr
-    bad = subprocess.run([*run, str(tmp_path / "nothing"), "--lms", "moodle"], check=False, capture_output=True, text=True)
+    bad = subprocess.run([*run, str(tmp_path / "nothing"), "--lms", "moodle"], check=False, capture_output=True,
+                         text=True)
     assert bad.returncode != 0 and "run `python -m autograder grade` first" in bad.stderr
     unknown = subprocess.run([*run, str(tmp_path / "out"), "--lms", "moodle", "--chapter", "4"], check=False,
                              capture_output=True, text=True)

@@ -194,7 +194,8 @@ def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path)
         assert _verdicts(folders[0]) == _verdicts(folders[1]), student
         assert not any((f / PROBE_DIRNAME).exists() for f in folders), student
     # the hidden cases were drawn from the course's secret: the failed ones shown are among them
-    graded_nb = nbformat.read(tmp_path / "out1" / "nbgrader" / "autograded" / "bias-forgotten" / CH.id / f"{CH.id}.ipynb", 4)
+    graded_nb = nbformat.read(
+        tmp_path / "out1" / "nbgrader" / "autograded" / "bias-forgotten" / CH.id / f"{CH.id}.ipynb", 4)
     seed = seed_for(secret.read_bytes(), "bias-forgotten", CH.id, submission_code(graded_nb.cells))
     drawn = get_check("introduction.linear_rows").make_cases(True, seed)
     report = _verdicts(tmp_path / "out1" / "nbgrader" / "autograded" / "bias-forgotten" / CH.id)

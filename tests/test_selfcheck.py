@@ -36,7 +36,8 @@ def test_self_check_scores_equal_the_graders_visible_verdicts(ch, tmp_path, tmp_
     written = {gid: p for gid, (p, by_hand) in grade_cells(ch).items() if by_hand}
     first = mutants_for(ch.topic)[0]
     # without the demonstrations (`lean`), as the mutant is: the grader ran the whole solution
-    notebooks = {SOLUTION: lean(solved(ch)), STUB: lean(nbformat.read(ch.student, 4)), slug(first.name): mutated(ch, first)}
+    notebooks = {SOLUTION: lean(solved(ch)), STUB: lean(nbformat.read(ch.student, 4)),
+                 slug(first.name): mutated(ch, first)}
     for student, nb in notebooks.items():
         proc = self_check(nb, tmp_path / student, f"{ch.id}.ipynb")
         shown = {gid: float(score) for _, gid, score, _ in _SCORE.findall(proc.stdout)}
@@ -52,7 +53,8 @@ def test_self_check_scores_equal_the_graders_visible_verdicts(ch, tmp_path, tmp_
         by_hand = f"; written answers ({sum(written.values()):g} more) are graded by hand" if written else ""
         if student == SOLUTION:
             assert proc.returncode == 0 and last == f"Score so far: {total:g} / {total:g} points{by_hand}", proc.stdout
-            assert all(re.search(rf"^  HAND  {gid} +\?/{p:g}  answered", proc.stdout, re.M) for gid, p in written.items())
+            assert all(re.search(rf"^  HAND  {gid} +\?/{p:g}  answered", proc.stdout, re.M)
+                       for gid, p in written.items())
         elif student == STUB:
             assert proc.returncode == 1 and "PASS" not in proc.stdout, proc.stdout
             assert "not implemented yet" in proc.stdout and last == f"Score so far: 0 / {total:g} points{by_hand}"
@@ -78,7 +80,8 @@ def test_an_exercise_that_fails_on_an_earlier_failing_piece_waits(tmp_path):
     says to fix the softmax first; SDPA's own mistake below a passing softmax is a FAIL."""
     ch = get_chapter("04_attention")
     by_name = {m.name: m for m in mutants_for(ch.topic)}
-    proc = self_check(mutated(ch, by_name["softmax normalised over the whole tensor"]), tmp_path / "a", f"{ch.id}.ipynb")
+    wrong = by_name["softmax normalised over the whole tensor"]
+    proc = self_check(mutated(ch, wrong), tmp_path / "a", f"{ch.id}.ipynb")
     status = {gid: s for s, gid, _, _ in _SCORE.findall(proc.stdout)}
     assert status["test-softmax"] == "FAIL" and status["test-sdpa"] == "WAIT", proc.stdout
     assert "an exercise above fails: fix that one first" in proc.stdout.split("test-sdpa", 1)[1]

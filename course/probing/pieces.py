@@ -172,7 +172,7 @@ def tracing(obj: Any, names: Sequence[str], trace: list) -> Iterator[None]:
                 try:
                     out = nested(original)(*args, **kwargs)
                 except Exception as exc:  # the later exercise fails with it: the replay must too
-                    note(key, given_before, args, kwargs, lambda: raised(exc), rng)
+                    note(key, given_before, args, kwargs, lambda exc=exc: raised(exc), rng)
                     raise
                 note(key, given_before, args, kwargs, lambda: out, rng)
                 return out

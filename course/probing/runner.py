@@ -302,7 +302,8 @@ def _deadline(seconds: float | None) -> Iterator[None]:
 
 def timed_out(seconds: float) -> Any:
     """The recorded output of a case given up after `seconds`."""
-    return raised(TimeoutError(f"this call computed for more than {seconds:g} s and was stopped: does it loop forever?"))
+    return raised(TimeoutError(f"this call computed for more than {seconds:g} s and was stopped: "
+                               "does it loop forever?"))
 
 
 def run_student(probe: Probe, obj: Any, cases: list[Case], refuse: bool = True,

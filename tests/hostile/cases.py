@@ -296,7 +296,8 @@ for fd in os.listdir("/proc/self/fd"):  # files the kernel inherited (the grader
     target = os.readlink("/proc/self/fd/" + fd) if os.path.islink("/proc/self/fd/" + fd) else ""
     inside = os.path.exists(target) and target.startswith(("/tmp", "/submission"))  # the sandbox's own
     if target.startswith("/") and not target.startswith(("/dev/", "/opt", "/usr", "/proc")) and not inside:
-        attempt("read inherited " + target, lambda fd=fd: os.read(os.open("/proc/self/fd/" + fd, os.O_RDONLY | os.O_NONBLOCK), 16))
+        attempt("read inherited " + target,
+                lambda fd=fd: os.read(os.open("/proc/self/fd/" + fd, os.O_RDONLY | os.O_NONBLOCK), 16))
 attempt("read the sandbox's starting environment", lambda: open("/proc/1/environ", "rb").read(16))
 def fill(path, size):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
@@ -570,7 +571,8 @@ def _paths(paths: Paths) -> dict[str, object]:
             "canary": paths.canary, "out": paths.out, "course": course, "port": paths.port,
             "reads": repr({k: str(v) for k, v in reads.items()}),
             "listings": repr({k: str(v) for k, v in listings.items()}),
-            "oracles": repr(ORACLE_MODULES), "big": FILE_BYTES + 1, "tmp_big": TMP_BYTES + 1, "planted": repr(PLANTED), "ran": str(paths.ran)}
+            "oracles": repr(ORACLE_MODULES), "big": FILE_BYTES + 1, "tmp_big": TMP_BYTES + 1, "planted": repr(PLANTED),
+            "ran": str(paths.ran)}
 
 
 def _renamed_grade_id(nb: NotebookNode) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..framework import NOT_APPLICABLE, Case, Mistake
+from ..framework import NOT_APPLICABLE, Mistake
 from ..kit import drawn_shape, grown, randn, unlike, variant  # noqa: F401  (this package's checks import them from here)
 
 EPS = 1e-5

@@ -32,7 +32,8 @@ def _residual_case(rng: np.random.Generator, *shape: int, kind: str = "normal",
         norm.bias.copy_(beta)
     mlp, norm = mlp.to(dtype), norm.to(dtype)
     label = (("float64 " if dtype == torch.float64 else "") + describe(x=x) + _NOTES[kind]
-             + f", sub-layer: a tanh MLP {d} -> {hidden_width} -> {d}, norm: nn.LayerNorm({d}) with random gain and bias")
+             + f", sub-layer: a tanh MLP {d} -> {hidden_width} -> {d}, norm: nn.LayerNorm({d}) with random gain"
+             " and bias")
     return Case(label, (x, mlp, norm))
 
 
@@ -94,8 +95,8 @@ _PRE_SLIPS = {
     "norm on the branch": "Did you normalise the sub-layer's output instead of its input? Pre-LN is "
                           "x + sublayer(norm(x)).",
     "pre, then norm": "Did you normalise the sum as well? In a pre-LN block the residual stream is never "
-                      "normalised: the block is x + sublayer(norm(x)) (a pre-LN stack has one final LayerNorm, after its "
-                      "last block).",
+                      "normalised: the block is x + sublayer(norm(x)) (a pre-LN stack has one final LayerNorm, "
+                      "after its last block).",
 }
 
 register(

@@ -148,10 +148,10 @@ register(
                     Mistake(_MASK_FROM_ZERO, variant(_attn_slip, mask="from zero")),
                     Mistake(_ORDER, variant(_attn_slip, order="new, past")),
                     Mistake(_PAST, variant(_attn_slip, use_past=False))],
-          hint="cached_attention: q, k, v from x with the module's W_q, W_k, W_v and split_heads; append k and v to the "
-               "cached ones along the sequence axis (dim=2); attend with a causal mask that lets new position i see "
-               "the t cached positions and new positions 0 .. i; return (W_o(merge_heads(out)), (k, v)) without "
-               "changing past."),
+          hint="cached_attention: q, k, v from x with the module's W_q, W_k, W_v and split_heads; append k and v "
+               "to the cached ones along the sequence axis (dim=2); attend with a causal mask that lets new "
+               "position i see the t cached positions and new positions 0 .. i; return (W_o(merge_heads(out)), "
+               "(k, v)) without changing past."),
     Check(name="decode_step", cases=_step_cases, expected=_step,
           mistakes=[Mistake("Did you restart the positions at 0? The new tokens sit at positions t .. t + n - 1 (t = "
                             "cache[0][0].shape[2]): add model.positions.pe[t:t + n].",
@@ -161,5 +161,6 @@ register(
                     Mistake(_NO_MASK, variant(_step_slip, mask="none")),
                     Mistake(_PAST, variant(_step_slip, use_past=False))],
           hint="decode_step: x = embedding(ids) + pe[t:t + n]; for each layer x = x + cached_attention(self_attn, "
-               "norm1(x), cache[i]) and x = x + ffn(norm2(x)); return (output(norm(x)), the new (k, v) of every layer)."),
+               "norm1(x), cache[i]) and x = x + ffn(norm2(x)); return (output(norm(x)), the new (k, v) of every "
+               "layer)."),
 )

@@ -273,10 +273,9 @@ register(
                             "crossing token is the first whose running sum (torch.cumsum of the sorted "
                             "probabilities) is >= p.",
                             lambda case: running_rule(*case.args, before=True) if _boundary(case) else NOT_APPLICABLE)],
-          hint="top_p_filter: sort the probabilities (softmax of the row) in decreasing order; the token that takes the "
-               "running sum (torch.cumsum) to p or beyond is the last kept; keep every token at least as likely as "
-               "it, set the "
-               "others to -inf. p = 1 keeps all; p outside (0, 1] raises ValueError."),
+          hint="top_p_filter: sort the probabilities (softmax of the row) in decreasing order; the token that "
+               "takes the running sum (torch.cumsum) to p or beyond is the last kept; keep every token at least "
+               "as likely as it, set the others to -inf. p = 1 keeps all; p outside (0, 1] raises ValueError."),
     Check(name="sample", cases=_sample_cases, expected=_draw,
           mistakes=[Mistake(_AFTER, variant(_draw, after_softmax=True)),
                     Mistake(_EXCLUSIVE, variant(_draw, p_rule="exclusive")),

@@ -160,7 +160,8 @@ def run_twin(twin: nn.Module, x: torch.Tensor, mask: torch.Tensor | None, num_he
     if mask_kind(mask) == "padding":
         kwargs["src_key_padding_mask"] = torch.isinf(mask[:, 0, :])
     elif mask is not None:
-        kwargs["mask" if isinstance(twin, nn.TransformerEncoder) else "src_mask"] = torch_attn_mask(mask, b, num_heads, n, n)
+        name = "mask" if isinstance(twin, nn.TransformerEncoder) else "src_mask"
+        kwargs[name] = torch_attn_mask(mask, b, num_heads, n, n)
     with torch.enable_grad():
         out = twin(x.double(), **kwargs)
     return out.detach().float()

@@ -38,7 +38,8 @@ def _case(rng: np.random.Generator, *, N: int, b: int, n: int, d: int, h: int, d
     x = randn(rng, b, n, d)
     m = make_mask(rng, mask, b, n)
     perm = torch.from_numpy(rng.permutation(n))
-    label = f"Encoder({N}, {d}, {h}, {d_ff}), x {kit.shape_of(x)}{mask_label(mask)}, and the same with positions permuted"
+    label = (f"Encoder({N}, {d}, {h}, {d_ff}), x {kit.shape_of(x)}{mask_label(mask)}, and the same with "
+             "positions permuted")
     meta = {"init": (N, d, h, d_ff), "perm": perm, "weights": encoder_weights(rng, N, d, h, d_ff)}
     return Case(label, (x,), {} if m is None else {"mask": m}, meta=meta)
 

@@ -102,7 +102,8 @@ _MISTAKES = [
     Mistake("Did you put the feed-forward network before attention? A layer attends first, then transforms: "
             "x = x + attn(norm1(x)), then x = x + ffn(norm2(x)).", variant(_wired, order="ffn first")),
     Mistake("Did you add the normalised input instead of the raw one? The residual stream carries x itself: "
-            "x + sublayer(norm(x)), not norm(x) + sublayer(norm(x)) (chapter 6).", variant(_wired, residual="normalised")),
+            "x + sublayer(norm(x)), not norm(x) + sublayer(norm(x)) (chapter 6).",
+            variant(_wired, residual="normalised")),
     Mistake("Did you feed the FFN the attention's output? It reads the updated stream: x = x + a, then "
             "x + ffn(norm2(x)), not x + ffn(norm2(a)).", variant(_wired, residual="attention output")),
     Mistake("Did you forget the residual connections? Each sub-layer's output is added to its input: "

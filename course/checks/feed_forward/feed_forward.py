@@ -107,7 +107,8 @@ _LAYER_MISTAKES = [
 
 def _dropout_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [((2, 3, 8), 32, 0.5, None)] if not hidden else [
-        ((3, 4, 8), 32, 0.1, None), ((2, 5, 6), 24, 0.5, "gelu"), ((7, 10), 40, 0.3, None), ((2, 2, 2, 4), 9, 0.25, None)]
+        ((3, 4, 8), 32, 0.1, None), ((2, 5, 6), 24, 0.5, "gelu"), ((7, 10), 40, 0.3, None),
+        ((2, 2, 2, 4), 9, 0.25, None)]
     return [_ffn_case(rng, shape, d_ff, act, dropout=p) for shape, d_ff, p, act in specs]
 
 

@@ -63,8 +63,10 @@ _MISTAKES = [
             "w_down(silu(w_gate(x)) * w_up(x)).", variant(_swiglu, on="product")),
     Mistake("Did you gate with a sigmoid? That is the original GLU; SwiGLU's gate is SiLU (Swish), "
             "silu(z) = z * sigmoid(z).", variant(_swiglu, act="sigmoid")),
-    Mistake("Did you gate with ReLU? That is ReGLU; SwiGLU uses SiLU: F.silu(w_gate(x)).", variant(_swiglu, act="relu")),
-    Mistake("Did you gate with GELU? That is GEGLU; SwiGLU uses SiLU: F.silu(w_gate(x)).", variant(_swiglu, act="gelu")),
+    Mistake("Did you gate with ReLU? That is ReGLU; SwiGLU uses SiLU: F.silu(w_gate(x)).",
+            variant(_swiglu, act="relu")),
+    Mistake("Did you gate with GELU? That is GEGLU; SwiGLU uses SiLU: F.silu(w_gate(x)).",
+            variant(_swiglu, act="gelu")),
     Mistake("Did you forget the activation? silu(w_gate(x)) * w_up(x), not w_gate(x) * w_up(x).",
             variant(_swiglu, act="none")),
     Mistake("Did you add the branches? They are multiplied element-wise: silu(w_gate(x)) * w_up(x).",

@@ -181,7 +181,8 @@ _MISTAKES = [
     Mistake("Did you cache the keys before rotating them? The cache holds the rotated keys (the ones the scores "
             "used), so that later calls use them as they are.", variant(_gqa, cached_keys="raw")),
     Mistake("Did you rotate the cached keys again? They were rotated when they were computed: rotate only the new "
-            "keys, at positions t .. t + n - 1, then append them to the cache.", variant(_gqa, cached_keys="rotated again")),
+            "keys, at positions t .. t + n - 1, then append them to the cache.",
+            variant(_gqa, cached_keys="rotated again")),
     Mistake("Did you return the cache you were given? The new cache holds the old positions then the new ones: "
             "torch.cat([cache[0], k], dim=2), and the same for v (without a cache, just k and v).",
             variant(_gqa, returns="given")),

@@ -73,7 +73,8 @@ def _cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
         _case(rng, [(2, 3), (3,), (5,)], 6, kwargs={"lr": lr(), "weight_decay": wd()}, missing=0.1,
               groups=[[[0], {}], [[1, 2], {"weight_decay": 0.0, "lr": lr()}]]),
         _case(rng, [(3, 4), (4,)], 12, kwargs={"lr": lr(), "weight_decay": wd()},
-              groups=[[[0], {}], [[1], {"lr": lr()}]], lr_scale=[1 + t / 4 if t < 6 else 2.5 - (t - 5) / 4 for t in range(12)],
+              groups=[[[0], {}], [[1], {"lr": lr()}]],
+              lr_scale=[1 + t / 4 if t < 6 else 2.5 - (t - 5) / 4 for t in range(12)],
               note=" (each group's lr set before every step, as a schedule does)"),
     ]
     if not hidden:
@@ -217,7 +218,8 @@ def _lm(rng: np.random.Generator, blocks: int) -> tuple[list, list]:
         layout += [[f"layers.{b}.norm1", "gain", [d]]]
         layout += [[f"layers.{b}.attn.{w}", "linear", [d, d, False]] for w in ("W_q", "W_k", "W_v", "W_o")]
         layout += [[f"layers.{b}.norm2", "gain", [d]], [f"layers.{b}.ffn.w_gate", "linear", [d, f, False]],
-                   [f"layers.{b}.ffn.w_up", "linear", [d, f, False]], [f"layers.{b}.ffn.w_down", "linear", [f, d, False]]]
+                   [f"layers.{b}.ffn.w_up", "linear", [d, f, False]],
+                   [f"layers.{b}.ffn.w_down", "linear", [f, d, False]]]
     layout += [["norm", "gain", [d]], ["output", "linear", [d, v, False]]]
     return layout, [["output", "embedding"]]
 
@@ -240,7 +242,8 @@ def _odd(rng: np.random.Generator) -> tuple[list, list]:
     a gain; a linear layer with a bias."""
     v, d = int(rng.integers(5, 15)), int(rng.integers(3, 8))
     layout = [["unembed", "linear", [d, v, False]], ["proj", "linear", [d, d, True]], ["again", "same", ["proj"]],
-              ["norm", "gain", [d]], ["embed", "embedding", [v, d]], ["mix", "linear", [d, d, bool(rng.random() < 0.5)]]]
+              ["norm", "gain", [d]], ["embed", "embedding", [v, d]],
+              ["mix", "linear", [d, d, bool(rng.random() < 0.5)]]]
     return layout, [["embed", "unembed"]]
 
 

@@ -30,10 +30,10 @@ def _mha_case(rng: np.random.Generator, *, b: int, n_q: int, n_k: int | None = N
     inputs the call passes (`_inputs`), the mask, and the forward `call`: 'self' (query only), 'key only'
     (value defaults to key), 'value only' (key defaults to query, value given) or 'cross'."""
     n_k = n_q if call in ("self", "value only") else n_k
-    label = (f"{'self' if call in ('self', 'value only') else 'cross'}-attention: batch {b}, {n_q} queries, {n_k} keys, d_model "
-             f"{d_model}, {h} heads, d_q_in {d_q}, d_kv_in {d_kv}" + (f", {mask} mask {_MASK_SHAPES[mask]}" if mask
-             else "") + (", bias=False" if not bias else "") + (", value not given (defaults to key)" if
-                                                                  call == "key only" else "")
+    label = (f"{'self' if call in ('self', 'value only') else 'cross'}-attention: batch {b}, {n_q} queries, "
+             f"{n_k} keys, d_model {d_model}, {h} heads, d_q_in {d_q}, d_kv_in {d_kv}"
+             + (f", {mask} mask {_MASK_SHAPES[mask]}" if mask else "") + (", bias=False" if not bias else "")
+             + (", value not given (defaults to key)" if call == "key only" else "")
              + (", key not given (defaults to query) but value given" if call == "value only" else ""))
     dq, dkv = d_q or d_model, d_kv or d_model
     widths = dict(zip(LAYERS, (dq, dkv, dkv, d_model)))

@@ -87,7 +87,8 @@ def _mask_case(rng: np.random.Generator, batch: int, n: int, vocab: int, special
     if pad_tail:
         tokens[:, -pad_tail:] = specials[-1]                              # padding at the end
     label = (f"tokens ({batch}, {n}) over {vocab} ids, special_ids={specials}, mask_id={mask_id}, "
-             + (f"p={p}" if p != P_DEFAULT else "p left out") + (f", {pad_tail} padding positions per row" if pad_tail else "")
+             + (f"p={p}" if p != P_DEFAULT else "p left out")
+             + (f", {pad_tail} padding positions per row" if pad_tail else "")
              + (", no generator (torch's global one, seeded)" if global_rng else ""))
     return Case(label, (tokens, mask_id, vocab, specials), {"p": p} if p != P_DEFAULT else {},
                 meta={"seed": int(rng.integers(2**31))} | ({} if rates else {"global_rng": global_rng}))
@@ -97,7 +98,8 @@ def _mask_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     specs = [(2, 12, 20, [0, 1, 2], 1, 0.3, 3), (3, 8, 15, [0, 1], 1, 0.15, 0)] if not hidden else [
         (4, 16, 30, [0, 1, 2, 3], 3, 0.25, 4), (1, 40, 12, [5, 0], 5, 0.5, 6), (3, 10, 25, [0, 1, 2], 2, 0.0, 2),
         (2, 9, 18, [0, 1, 2], 1, 1.0, 3), (5, 7, 40, (7, 8, 9), 9, 0.15, 0), (2, 6, 10, [0, 1], 1, 1.5, 0),
-        (2, 6, 10, [0, 1], 1, -0.1, 0), (4, 16, 30, [0, 1, 2], 1, 0.3, 0, True), (4, 16, 30, [0, 1, 2], 1, 0.15, 2, True)]
+        (2, 6, 10, [0, 1], 1, -0.1, 0), (4, 16, 30, [0, 1, 2], 1, 0.3, 0, True),
+        (4, 16, 30, [0, 1, 2], 1, 0.15, 2, True)]
     return [_mask_case(rng, *spec) for spec in specs]
 
 
@@ -149,7 +151,8 @@ def _rates(case: Case, *, mask: float = 0.8, random: float = 0.1, any_random: bo
             "rows select different numbers of positions": True, "selected": case.kwargs.get("p", P_DEFAULT),
             "of the selected: mask": mask,
             "of the selected: another token": random * (1 - 1 / k), "of the selected: unchanged": keep + random / k,
-            "random tokens: every ordinary id drawn, none twice as often as uniform": uniform_or_unchecked(case, not off)}
+            "random tokens: every ordinary id drawn, none twice as often as uniform":
+                uniform_or_unchecked(case, not off)}
 
 
 _ANY_RANDOM = ("Did you draw the random replacement from the whole vocabulary? It is drawn uniformly from the "
@@ -188,10 +191,10 @@ register(
                             unless(lambda c: c.meta["global_rng"], variant(_mask, fresh_default=True))),
                     Mistake("Did you take the labels after masking? A label is the ORIGINAL token at its position "
                             "(what the model must recover), not the [MASK] id.", variant(_mask, label_inputs=True))],
-          hint="mask_tokens returns (inputs, labels), both (batch, n) int64: labels hold the original token at selected "
-               "positions and -100 elsewhere; special positions are never selected; unselected inputs stay as they "
-               "were; a selected input becomes mask_id (80%), an ordinary random id (10%) or stays (10%); all "
-               "randomness from `generator`; p outside [0, 1] raises ValueError."),
+          hint="mask_tokens returns (inputs, labels), both (batch, n) int64: labels hold the original token at "
+               "selected positions and -100 elsewhere; special positions are never selected; unselected inputs "
+               "stay as they were; a selected input becomes mask_id (80%), an ordinary random id (10%) or stays "
+               "(10%); all randomness from `generator`; p outside [0, 1] raises ValueError."),
     Check(name="mask_tokens_rates", cases=_rate_cases, expected=_rates, rtol=0.0, atol=0.04,
           mistakes=[Mistake(_ANY_RANDOM, variant(_rates, any_random=True)),
                     Mistake("Did you assume the special ids are the lowest (drawing from len(special_ids) .. "

@@ -116,7 +116,8 @@ def _int_min(case: Case) -> bool:
 
 def _step_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
     # (dims, rows per batch (one step each), input scale, optimizer, max_grad_norm, an unused parameter)
-    specs = [((3, 5, 2), [4, 4], 3.0, "sgd", 1.0, False), ((3, 5, 2), [6, 2, 5], 0.3, "sgd", 50.0, True)] if not hidden \
+    specs = [((3, 5, 2), [4, 4], 3.0, "sgd", 1.0, False),
+             ((3, 5, 2), [6, 2, 5], 0.3, "sgd", 50.0, True)] if not hidden \
         else [((4, 6, 3), [5, 3, 4], 3.0, "sgd", 0.5, True), ((2, 8, 1), [7, 7], 5.0, "adamw", 1.0, False),
               ((5, 4, 2), [3, 6, 2, 4], 1.0, "sgd", 2.0, False), ((3, 3, 3), [4], 0.2, "adamw", 100.0, True),
               ((3, 5, 2), [4], 1.0, "sgd", 0.0, False)]
@@ -231,8 +232,8 @@ def _eval(case: Case, *, train: bool = False, grad: bool = False, restore: bool 
         loss = sum(v * n for v, n in counted) / sum(n for _, n in counted)
     else:
         loss = sum(v for v, _ in counted) / len(counted)
-    return {"loss": loss, "every forward pass in eval mode": not train, "every forward pass without gradients": not grad,
-            "forward passes": len(losses), "mode after": after}
+    return {"loss": loss, "every forward pass in eval mode": not train,
+            "every forward pass without gradients": not grad, "forward passes": len(losses), "mode after": after}
 
 
 def _unequal(case: Case) -> bool:
@@ -248,7 +249,8 @@ register(
                             unless(_warm, variant(_lr, warmup="step"))),
                     Mistake("Did you divide by warmup_steps + 1? The warm-up reaches max_lr at step warmup_steps - 1: "
                             "lr = max_lr * (step + 1) / warmup_steps (nanoGPT divides by warmup_steps + 1: "
-                            "another convention than this contract's).", unless(_warm, variant(_lr, warmup="of w + 1"))),
+                            "another convention than this contract's).",
+                            unless(_warm, variant(_lr, warmup="of w + 1"))),
                     Mistake("Did you warm up through step warmup_steps (step <= warmup_steps)? The warm-up covers "
                             "steps 0 .. warmup_steps - 1; at step warmup_steps the rate is max_lr, where the "
                             "cosine starts.", unless(_warm, variant(_lr, warmup="<="))),

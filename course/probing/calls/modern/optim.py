@@ -4,7 +4,8 @@
 list, or parameter groups as meta['groups'] lays them out), sets each step's gradients (meta['grads'];
 None: that parameter has no gradient on that step), sets each group's lr before each step where
 meta['lr_scale'] gives a schedule, calls step() and records every parameter after every
-step, then which parameters have a non-empty entry in the optimiser's `state_dict()`. `adamw_errors` only constructs the optimiser. `decay_groups` builds a small model from
+step, then which parameters have a non-empty entry in the optimiser's `state_dict()`.
+`adamw_errors` only constructs the optimiser. `decay_groups` builds a small model from
 meta['layout'] (`build_model`) and records the groups returned, each parameter by its name in
 model.named_parameters(), and which parameters the call changed.
 """

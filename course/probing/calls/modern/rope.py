@@ -48,7 +48,8 @@ def relative_facts(case: Case, raw: dict) -> dict[str, np.ndarray]:
                          f"({n}, {case.meta['q'].shape[0]})")
     scores = (rq * rk).sum(-1)
     q, k = (case.meta[key].double().numpy() for key in ("q", "k"))
-    lengths = np.stack([np.linalg.norm(rq, axis=-1) - np.linalg.norm(q), np.linalg.norm(rk, axis=-1) - np.linalg.norm(k)])
+    lengths = np.stack([np.linalg.norm(rq, axis=-1) - np.linalg.norm(q),
+                        np.linalg.norm(rk, axis=-1) - np.linalg.norm(k)])
     return {SCORES: scores - scores[0], LENGTHS: lengths}
 
 
