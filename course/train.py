@@ -104,11 +104,12 @@ class History:
 
 # ---------------------------------------------------------------- hardware ---
 
-# peak dense bf16 tensor-core FLOP/s, by a substring of torch.cuda.get_device_name() (first match)
+# peak dense bf16 tensor-core FLOP/s, by a substring of torch.cuda.get_device_name() (first match);
+# GPUs without bf16 tensor cores (V100, T4), where fit stays in fp32, have none: no MFU is given there
 PEAK_FLOPS: list[tuple[str, float]] = [
     ("H100 PCIe", 756e12), ("H100", 989e12), ("H200", 989e12), ("GH200", 989e12), ("B200", 2250e12),
     ("A100", 312e12), ("A10G", 70e12), ("A10", 125e12), ("L40S", 362e12), ("L4", 121e12),
-    ("RTX 4090", 165e12), ("RTX 3090", 71e12), ("V100", 125e12), ("T4", 65e12),
+    ("RTX 4090", 165e12), ("RTX 3090", 71e12),
 ]
 
 
@@ -332,10 +333,10 @@ def load_checkpoint(path: str, model: nn.Module, optimizer: torch.optim.Optimize
 # --------------------------------------------------------------------- fit ---
 
 def use_autocast(config: TrainConfig, device: torch.device) -> bool:
-    """bf16 autocast: on a bf16-capable CUDA GPU when config.autocast is True; also on the CPU
-    when it is "always"."""
+    """bf16 autocast: on a CUDA GPU with bf16 tensor cores (not one that only emulates bf16, such as a
+    T4 or V100) when config.autocast is True; also on the CPU when it is "always"."""
     if device.type == "cuda":
-        return bool(config.autocast) and torch.cuda.is_bf16_supported()
+        return bool(config.autocast) and torch.cuda.is_bf16_supported(including_emulation=False)
     return config.autocast == "always" and device.type == "cpu"
 
 
@@ -407,14 +408,16 @@ def fit(model: nn.Module, get_batch: Callable[[str, torch.Generator], Any],
                 batch = get_batch("train", data)
                 value, norm = parts.train_step(net, optimizer, loss, shard(batch, device, rank, world_size),
                                                config.max_grad_norm)
-                if world_size > 1:
-                    mean = torch.tensor([value], dtype=torch.float64, device=device)
-                    dist.all_reduce(mean)
-                    value = mean.item() / world_size
+                elapsed = time.perf_counter() - started
+                if world_size > 1:  # the mean loss, and one clock for every rank (rank 0's): with the
+                    # "time" schedule each rank's own clock would give it another lr and another last step
+                    shared = torch.tensor([value, elapsed if rank == 0 else 0.0], dtype=torch.float64, device=device)
+                    dist.all_reduce(shared)
+                    value, elapsed = shared[0].item() / world_size, shared[1].item()
                 if config.compile and step == first:
-                    history.compile_seconds += time.perf_counter() - started
+                    history.compile_seconds += elapsed
                 else:
-                    history.seconds += time.perf_counter() - started
+                    history.seconds += elapsed
                 history.steps = step + 1
                 history.train_loss.append(value)
                 history.lr.append(lr)

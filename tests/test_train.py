@@ -166,6 +166,38 @@ def test_ddp_with_gloo_on_two_processes_matches_one_process(corpus, tmp_path):
             torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
 
 
+FAST_CLOCK_ON_RANK_1 = """
+import json, os, sys, time
+rank = int(os.environ["RANK"])
+if rank == 1:  # this rank's clock runs three times as fast as rank 0's
+    real = time.perf_counter
+    time.perf_counter = lambda: 3 * real()
+from course.char_lm import main
+history = main(sys.argv[2:])
+with open(os.path.join(sys.argv[1], f"rank{rank}.json"), "w") as f:
+    json.dump({"steps": history.steps, "lr": history.lr, "val": history.val}, f)
+"""
+
+
+def test_ddp_ranks_share_one_clock_on_the_time_schedule(tmp_path):
+    """With schedule "time" (the GPU preset's) the learning rate and the last step come from the
+    clock: each rank reading its own would take other learning rates, and a rank that stopped first
+    would leave the others waiting in an all-reduce for ever. Rank 1's clock runs three times as fast
+    here: both ranks still take the same steps, learning rates and evaluations."""
+    text = tmp_path / "text.txt"
+    text.write_text(generated_text())
+    config = tiny(steps=50, eval_every=0, schedule="time", time_limit=1.5, warmup_steps=2)
+    (tmp_path / "run.py").write_text(FAST_CLOCK_ON_RANK_1)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT}
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(tmp_path / "run.py"),
+         str(tmp_path), "--preset=nanogpt-cpu", f"--data={text}", "--no-sha256", "--samples=0", "--quiet",
+         *flags(config)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0] == ranks[1] and ranks[0]["steps"] > 1
+
+
 def test_the_gpu_preset_runs_through_the_benchmark_on_the_cpu_at_tiny_sizes(tmp_path):
     """benchmarks/char_lm.py --preset gpu: the GPU run's code path (its preset's dropout, fused kernels,
     autocast setting and time schedule) at tiny sizes on the CPU; torch.compile left out (minutes on a CPU)."""
