@@ -28,6 +28,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
 from course.probing import practice, runner
+from course.probing.verdicts import NOT_IMPLEMENTED
 from course.protocol import PROBE_DIR_ENV
 
 from .judge import graded_calls, judge_cell
@@ -62,7 +63,7 @@ class CellScore:
     score: float
     points: float
     report: str
-    fails_on_earlier_pieces: bool
+    fails_on_earlier_pieces: bool  # and is implemented
 
 
 def _builds_on(check: str) -> bool:
@@ -83,8 +84,8 @@ def score_cells(nb: nbformat.NotebookNode, probe: Path) -> list[CellScore]:
         points = float(cell.metadata.nbgrader["points"])
         cell.outputs, records = judge_cell(cell.source, points, probe, practice.judge_record)
         score, _ = utils.determine_grade(cell)
-        failed = [r["check"] for r in records if not r["passed"]]
-        on_earlier = bool(failed) and all(_builds_on(name) for name in failed)
+        failed = [r for r in records if not r["passed"]]  # an exercise not implemented yet is its own fault
+        on_earlier = bool(failed) and all(_builds_on(r["check"]) and r["category"] != NOT_IMPLEMENTED for r in failed)
         scores.append(CellScore(cell.metadata.nbgrader["grade_id"], float(score or 0), points,
                                 cell.outputs[0].text, on_earlier))
     return scores
