@@ -218,13 +218,13 @@ MUTANTS = [
              "            for pair in zip(tokens, tokens[1:]):\n                pair_counts[pair] += freq\n"
              "        if not pair_counts:\n            break\n        top = max(pair_counts.values())\n"),
             (_FAST_UPDATE, "        words = [merge_pair(tokens, best) for tokens in words]\n")), (T_FAST,),
-           hint="Did you recount every pair, or scan every word, after every merge?"),
+           hint="Did you recount every pair after every merge?"),
     # the stopwatch counts every thread of the kernel, and its children: moving the work elsewhere hides nothing
     Mutant("fast: exercise 1.3's recount run on another thread", FAST,
            (("    if num_merges < 0:\n        raise ValueError(f\"num_merges must be >= 0, got {num_merges}\")\n",
              "    import concurrent.futures\n    with concurrent.futures.ThreadPoolExecutor(1) as pool:\n"
              "        return pool.submit(train_bpe, corpus, num_merges).result()\n"),), (T_FAST,),
-           hint="Did you recount every pair, or scan every word, after every merge?"),
+           hint="Did you recount every pair after every merge?"),
     Mutant("fast: a merged word's old pairs not taken out", FAST,
            (("            for pair in zip(tokens, tokens[1:]):  # the word's old pairs go\n"
              "                pair_counts[pair] -= freq\n                if pair_counts[pair] == 0:\n"

@@ -61,6 +61,6 @@ register(
     # the time an answer takes is a property any fast answer has, right or wrong: it counts once the merges
     # are right (those of the check above; `fast_enough` reads no merges)
     Check(name="train_bpe_fast_speed", guard=True, cases=_timed_cases, expected=lambda c: True,
-          hint="Did you recount every pair, or scan every word, after every merge? Count the pairs once; "
-               "after each merge, update only the words that the index lists under the merged pair."),
+          hint="Did you recount every pair after every merge? Count the pairs once; after each merge, update "
+               "only the words that the index lists under the merged pair."),
 )
