@@ -158,12 +158,19 @@ def _empty(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
 
 
+def _mark(dest: Path) -> dict:
+    """The edition mark in `dest` ({} when there is none, or it cannot be read)."""
+    try:
+        mark = json.loads((dest / MARK).read_text())
+    except (OSError, ValueError):
+        return {}
+    return mark if isinstance(mark, dict) else {}
+
+
 def published_before(dest: Path) -> set[str]:
     """The chapters whose answers the edition already in `dest` holds (none if there is none)."""
-    try:
-        return set(json.loads((dest / MARK).read_text())["answers_of"])
-    except (OSError, ValueError, KeyError):
-        return set()
+    answers = _mark(dest).get("answers_of", [])
+    return set(answers) if isinstance(answers, list) else set()
 
 
 def announce(due: list[str], before: set[str], schedule: Schedule) -> list[str]:
@@ -193,6 +200,8 @@ def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = 
     new = announce(sorted(due), published_before(dest), schedule)
     if new and confirm is not None and not confirm(new):
         raise SystemExit("nothing written: the answers were not confirmed")
+    before = _mark(dest)
+    built = before["built"] if before.get("answers_of") == sorted(due) and "built" in before else now.isoformat()
     _empty(dest)
     for f in published_files(due):
         target = dest / f.relative_to(ROOT)
@@ -221,7 +230,9 @@ def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = 
     if missing:
         print(f"warning: no book build of {', '.join(missing)} (run `make book` first): the edition's book shows "
               "them without figures, and in Jupyter a figure raises the unsolved exercise's NotImplementedError")
-    (dest / MARK).write_text(json.dumps({"built": now.isoformat(), "answers_of": sorted(due)}, indent=1) + "\n")
+    # built: when these answers were first published, so that a run that publishes nothing new (a daily
+    # cron) changes no file and makes no commit
+    (dest / MARK).write_text(json.dumps({"built": built, "answers_of": sorted(due)}, indent=1) + "\n")
     for ask_git in ((False, True) if git else (False,)):  # the files, then (committed) the history too
         if ask_git:
             _commit(dest, now)

@@ -196,6 +196,10 @@ def test_next_edition_is_a_new_commit_with_the_next_answers(built, tmp_path):
     assert len(log.stdout.splitlines()) == 2
     assert subprocess.run(["git", "status", "--porcelain"], cwd=dest, capture_output=True, text=True,
                           check=True).stdout == ""
+    # a day later nothing new is due: no file changes, no commit (a daily cron adds nothing)
+    edition.build_edition(dest, later + dt.timedelta(days=1), git=True, schedule=SCHEDULE)
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=dest, capture_output=True, text=True, check=True)
+    assert len(log.stdout.splitlines()) == 2, log.stdout
 
 
 def test_new_answers_are_listed_and_published_only_when_confirmed(built, tmp_path, capsys, monkeypatch):
