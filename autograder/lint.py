@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import nbformat
 
 from course.cells import SOLUTION_BEGIN, checks_in_source, hidden_code, is_answer_cell
@@ -23,6 +25,9 @@ def lint_solution(ch: Chapter) -> list[str]:
         where = f"cell {i}"
         if cell.cell_type == "code" and cell.get("outputs"):
             problems.append(f"{where}: commit solution notebooks without outputs")
+        if cell.cell_type == "code" and (trusted := trusted_imports(cell.source)):
+            problems.append(f"{where}: imports {', '.join(trusted)}, the checks' trusted side, which neither the "
+                            "student edition nor the grading sandbox holds (only `from course.checks import check`)")
         meta = cell.metadata.get("nbgrader")
         if not meta:
             continue
@@ -38,6 +43,22 @@ def lint_solution(ch: Chapter) -> list[str]:
         if meta.get("grade") and cell.cell_type == "code":  # a graded code answer too: it fails as a test cell
             problems.extend(_lint_test_cell(where, cell, meta, ch.topic))
     return problems
+
+
+def trusted_imports(source: str) -> list[str]:
+    """What a cell imports from `course.checks` besides its `check` (the public entry point)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("course.checks")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course.checks"):
+            found += [f"{node.module}.{a.name}" for a in node.names
+                      if (node.module, a.name) != ("course.checks", "check")]
+    return sorted(set(found))
 
 
 def _lint_test_cell(where: str, cell, meta: dict, topic: str) -> list[str]:

@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from course.probing.cases import Case
-from course.probing.kit import build, load_weights, parameter_table, run_modes  # noqa: F401  (the chapters' checks use them as kit.*)
+from course.probing.kit import build, load_weights, parameter_table, randn, run_modes  # noqa: F401  (as kit.*)
+from course.twins import padding_mask  # noqa: F401  (the chapters' checks use it as kit.padding_mask)
 
 from course.probing.plain import to_plain
 
@@ -65,11 +66,6 @@ def drawn_p(rng: np.random.Generator, p: float | None) -> float | None:
     return p if not p else round(p + float(rng.choice([-0.05, 0.0, 0.05])), 2)
 
 
-def randn(rng: np.random.Generator, *shape: int) -> torch.Tensor:
-    """A float32 tensor of standard normal values drawn from `rng`."""
-    return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
-
-
 def drawn_until(draw: Callable[[], Any], shows: Callable[[Any], bool], what: str, tries: int = 200) -> Any:
     """The first of `draw()`'s values for which `shows(value)`: a case meant to exercise one clause
     of a contract (float32 angles going wrong, an argument that changes the answer) exercises it on
@@ -85,12 +81,6 @@ def drawn_until(draw: Callable[[], Any], shows: Callable[[Any], bool], what: str
 def causal_mask(n: int) -> torch.Tensor:
     """(n, n) additive mask: 0 on and below the diagonal, -inf above it."""
     return torch.triu(torch.full((n, n), NEG_INF), diagonal=1)
-
-
-def padding_mask(lengths: list[int], n_k: int) -> torch.Tensor:
-    """(batch, 1, n_k) additive mask hiding the keys past each sequence's length."""
-    keep = torch.arange(n_k)[None, :] < torch.tensor(lengths)[:, None]
-    return torch.where(keep, 0.0, NEG_INF)[:, None, :]
 
 
 def raises(why: str, *names: str) -> Raises:

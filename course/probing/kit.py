@@ -4,7 +4,8 @@
 clear error when the student's layer is missing or misshapen), `run_modes`
 (a forward pass in training and in eval mode, without grad) and
 `parameter_table` (names, shapes and dtypes): each returns the student's raw
-outputs, which the judge compares outside the sandbox.
+outputs, which the judge compares outside the sandbox. `randn`: seeded normal
+values, for the cases' inputs and weights (the checks' and `course.twins`').
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ import copy
 import math
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch import nn
 
 from .pieces import TRACED
 from .plain import dtype_name
+
+
+def randn(rng: np.random.Generator, *shape: int) -> torch.Tensor:
+    """A float32 tensor of standard normal values drawn from `rng`."""
+    return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
 
 
 def build(cls: Callable[..., nn.Module], *args: Any, **kwargs: Any) -> nn.Module:

@@ -1,6 +1,6 @@
 """Checks for chapter 8: the causal mask, the decoder layer, the decoder stack and the full encoder-decoder.
 
-Oracles are PyTorch's own modules with the course's weights copied in (`course.checks.twins`):
+Oracles are PyTorch's own modules with the course's weights copied in (`course.twins`):
 ``nn.Transformer.generate_square_subsequent_mask`` for the mask, ``nn.TransformerDecoderLayer`` and
 ``nn.TransformerDecoder`` (pre-LN, batch-first, float64) for the layer and the stack, their encoder
 counterparts for the decoder-only variant (a decoder layer without cross-attention is an encoder layer

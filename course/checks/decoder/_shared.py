@@ -1,7 +1,7 @@
 """What the chapter's checks share: the course's modules' layout (`Skeleton*`, built from chapters 5-7's
 reference pieces, for the parameter names, random weights and the mistakes), PyTorch's twins as oracles
-(`twin_layer`, `twin_decoder`, `twin_transformer`, weights copied in with `course.checks.twins`), masks in
-PyTorch's layout (`twins.torch_attn_mask`), and the decoder written out in float64 with knobs for the usual slips
+(`twin_layer`, `twin_decoder`, `twin_transformer`, weights copied in with `course.twins`), masks in
+PyTorch's layout (`course.twins.torch_attn_mask`), and the decoder written out in float64 with knobs for the usual slips
 (`layer64`, `decoder64`, `transformer64`)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from course.reference.multi_head_attention import MultiHeadAttention
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case
 from ..kit import drawn_p, grown  # noqa: F401  (this package's checks import them from here)
-from ..twins import load_twin, random_weights
+from course.twins import load_twin, random_weights
 
 NEG_INF = float("-inf")
 

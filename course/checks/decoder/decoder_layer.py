@@ -13,7 +13,7 @@ from course.probing.calls.decoder import CROSS_WEIGHTS_AFTER as _AFTER
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn
-from ..twins import torch_attn_mask
+from course.twins import torch_attn_mask
 from ._shared import (
     SkeletonLayer,
     drawn,

@@ -13,7 +13,7 @@ from course.probing.calls.decoder import DECODER_PS as _P
 from .. import kit
 from ..framework import NOT_APPLICABLE, Case, Check, Mistake, register
 from ..kit import randn
-from ..twins import torch_attn_mask
+from course.twins import torch_attn_mask
 from ._shared import (
     SkeletonDecoder,
     decoder64,

@@ -8,7 +8,7 @@ Oracles:
   activations after ``torch.manual_seed(0)``, which is how the tests run the student's module too.
 * `SwiGLUFeedForward`: ``w_down(F.silu(w_gate(x)) * w_up(x))`` in float64.
 * `EncoderLayer`: ``nn.TransformerEncoderLayer(norm_first=True, batch_first=True)`` in float64 with
-  the weights copied in (`course.checks.twins`); padding masks go in as its boolean
+  the weights copied in (`course.twins`); padding masks go in as its boolean
   ``src_key_padding_mask``, other masks as a float ``src_mask``. With dropout, the layer recomposed
   from the twin's sub-modules in float32 with seeded ``F.dropout``.
 * `Encoder`: ``nn.TransformerEncoder`` of such layers with a final ``nn.LayerNorm``, weights copied in;

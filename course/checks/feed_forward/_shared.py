@@ -16,7 +16,7 @@ from course.reference.multi_head_attention import MultiHeadAttention
 
 from .. import kit
 from ..kit import drawn_p, drawn_shape, grown  # noqa: F401  (this package's checks import them from here)
-from ..twins import load_twin, random_weights, torch_attn_mask
+from course.twins import load_twin, random_weights, torch_attn_mask
 
 ACTIVATIONS = {
     "relu": F.relu,

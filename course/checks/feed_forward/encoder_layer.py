@@ -18,7 +18,7 @@ from course.probing.kit import COUNT, PARAMS, count
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import randn, variant
-from ..twins import torch_attn_mask
+from course.twins import torch_attn_mask
 from ._shared import (
     drawn,
     layer_table,

@@ -15,7 +15,7 @@ from torch import nn
 from .. import kit
 from ..framework import Case, Check, Mistake, register
 from ..kit import variant, randn
-from ..twins import torch_attn_mask
+from course.twins import torch_attn_mask
 from ._shared import _MERGES, _SPLITS, LAYERS, _inputs, _mha64
 
 _MASK_SHAPES = {"causal": "(n_q, n_k)", "padding": "(batch, 1, n_k)", "random": "(n_q, n_k)",

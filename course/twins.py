@@ -1,4 +1,4 @@
-"""PyTorch's own Transformer modules as oracles, with the course's weights copied in.
+"""PyTorch's own Transformer modules as twins of the course's, with the course's weights copied in.
 
 The course's modules (chapters 5-8) name their parameters the course's way
 (``self_attn.W_q.weight``, ``norm1.gamma``, ``ffn.linear1.bias``);
@@ -6,9 +6,11 @@ The course's modules (chapters 5-8) name their parameters the course's way
 ``nn.TransformerEncoder``/``Decoder`` and ``nn.Transformer`` name the same
 numbers PyTorch's way (``self_attn.in_proj_weight``, ``norm1.weight``,
 ``linear1.bias``). `torch_state_dict` renames one into the other, so a check
-can draw random weights once, load them into the student's module with
-`kit.load_weights` and into PyTorch's twin with `load_twin`, and compare;
-`torch_attn_mask` puts the course's masks in the layout those modules take.
+(or a reader, in chapters 7 and 8) can draw random weights once, load them into
+the course's module and into PyTorch's twin with `load_twin`, and compare;
+`torch_attn_mask` puts the course's masks in the layout those modules take, and
+`padding_mask` makes one in the course's layout. Public: the student edition and
+the grading sandbox ship it (it holds no answer: PyTorch's modules do the work).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .kit import randn
+from course.probing.kit import randn
 
 _QKV = re.compile(r"(?P<prefix>.*)W_(?P<which>[qkv])\.(?P<kind>weight|bias)")
 _RENAMES = (                      # the course's name piece -> PyTorch's
@@ -95,3 +97,9 @@ def torch_attn_mask(mask: torch.Tensor | None, batch: int, num_heads: int, n_q: 
         return None
     full = mask.double().expand(batch, n_q, n_k)
     return full.unsqueeze(1).expand(batch, num_heads, n_q, n_k).reshape(batch * num_heads, n_q, n_k)
+
+
+def padding_mask(lengths: list[int], n_k: int) -> torch.Tensor:
+    """(batch, 1, n_k) additive mask hiding the keys past each sequence's length."""
+    keep = torch.arange(n_k)[None, :] < torch.tensor(lengths)[:, None]
+    return torch.where(keep, 0.0, float("-inf"))[:, None, :]
