@@ -50,6 +50,7 @@ import sys
 from pathlib import Path
 
 from .chapters import all_chapters
+from .late import describe_policy
 from .results import refresh
 from .schedule import Schedule, load_schedule
 
@@ -86,16 +87,16 @@ def read_roster(path: Path | None) -> dict[str, dict[str, str]]:
     return {r["student_id"]: {k: (r.get(k) or "") for k in ROSTER_COLUMNS} for r in rows}
 
 
-def comment(row: dict[str, str]) -> str:
+def comment(row: dict[str, str], policy: str | None = None) -> str:
     """What the student is told beside the grade, in at most COMMENT_LIMIT characters: lateness and
-    the penalty, that their notebook was renamed or repaired before grading, that grading stopped
-    early, or why there is no grade. The grader's own bookkeeping is left out (the feedback page
-    has the details)."""
+    the penalty (with the late `policy`, `late.describe_policy`, when given), that their notebook
+    was renamed or repaired before grading, that grading stopped early, or why there is no grade.
+    The grader's own bookkeeping is left out (the feedback page has the details)."""
     status = row["status"]
     if not status.startswith("graded"):
         return fit([no_grade(status)])
     notes = status[len("graded ("):-1].split("; ") if status.startswith("graded (") else []
-    return fit([s for s in (lateness(notes), renamed(notes), repaired(notes), *stopped(notes)) if s])
+    return fit([s for s in (lateness(notes, policy), renamed(notes), repaired(notes), *stopped(notes)) if s])
 
 
 def fit(sentences: list[str]) -> str:
@@ -123,13 +124,15 @@ def no_grade(status: str) -> str:
     return "No grade yet: your notebook could not be graded automatically; your instructor will look at it."
 
 
-def lateness(notes: list[str]) -> str | None:
-    """'late by 2 h: 5 points less a penalty of 0.5' (results.graded_row), for the student."""
+def lateness(notes: list[str], policy: str | None = None) -> str | None:
+    """'late by 2 h: 5 points less a penalty of 0.5' (results.graded_row), for the student, with the
+    late policy that took it."""
     for note in notes:
         if m := re.fullmatch(r"late by (.+?)(?:: (\S+) points less a penalty of (\S+))?", note):
             late, raw, penalty = m.groups()
-            return (f"Handed in {late} late: a late penalty of {penalty} of the {raw} points earned." if penalty
-                    else f"Handed in {late} late.")
+            rule = f" ({policy})" if policy else ""
+            return (f"Handed in {late} late: a late penalty of {penalty} of the {raw} points earned{rule}."
+                    if penalty else f"Handed in {late} late.")
     return None
 
 
@@ -259,7 +262,7 @@ def canvas_rows(grades: list[dict[str, str]], chapters: list[str], cells: dict[t
 
 
 def moodle_rows(grades: list[dict[str, str]], chapter: str, cells: dict[tuple[str, str], str],
-                roster: dict[str, dict[str, str]]) -> list[list[str]]:
+                roster: dict[str, dict[str, str]], policy: str | None = None) -> list[list[str]]:
     lines = [MOODLE_HEADER]
     for g in sorted((g for g in grades if g["assignment"] == chapter), key=lambda g: g["student_id"]):
         s = g["student_id"]
@@ -268,7 +271,7 @@ def moodle_rows(grades: list[dict[str, str]], chapter: str, cells: dict[tuple[st
             continue
         who = roster.get(s, {})
         lines.append([f"Participant {s}", who.get("name", ""), who.get("email", ""), cells[(s, chapter)],
-                      number(g["max_score"]), comment(g)])
+                      number(g["max_score"]), comment(g, policy)])
     return lines
 
 
@@ -310,6 +313,6 @@ def export(out: Path, lms: str, roster: Path | None = None, chapters: list[str] 
     written = []
     for ch in sorted(chosen):
         path = out / "lms" / "moodle" / f"{ch}.csv"
-        write_csv(path, moodle_rows(grades, ch, cells, people))
+        write_csv(path, moodle_rows(grades, ch, cells, people, describe_policy(schedule.late_penalty)))
         written.append(path)
     return written

@@ -113,6 +113,9 @@ def test_students_are_told_about_lateness_and_repairs_not_the_graders_bookkeepin
     assert lms.comment(row) == ("Handed in 2 h late: a late penalty of 0.5 of the 5 points earned. "
                                 "Your notebook was renamed to 01_tokenizing.ipynb for grading.")
     assert lms.comment({"status": "graded (late by 1 day 6 h)"}) == "Handed in 1 day 6 h late."
+    assert lms.comment(row, "10% of the points per day late, per started day").startswith(
+        "Handed in 2 h late: a late penalty of 0.5 of the 5 points earned (10% of the points per day late, per "
+        "started day). ")
     assert lms.comment({"status": "graded (awaits manual grading)"}) == ""
     assert lms.comment({"status": "graded"}) == ""
     assert lms.comment({"status": "missing: nothing submitted"}) == "Nothing was handed in."
