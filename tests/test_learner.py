@@ -184,3 +184,33 @@ def test_a_learners_modern_model_trains_with_their_own_pieces(tmp_path):
     assert made == [1, 2, 3] and history.steps == 3 and len(history.val) == 1
     assert all(torch.isfinite(torch.tensor(history.train_loss)))
     assert history.train_loss[-1] < history.train_loss[0], "three steps at the peak rate lower the loss"
+
+
+BEFORE_CHAPTER_11_IS_DUE = """
+import sys
+from dataclasses import replace
+sys.modules["course.reference.modern"] = None  # a student edition before chapter 11 is due holds no such module
+from course.data import CharCorpus
+from course.learner import learner_parts
+from course.modern_lm import TRAIN, VARIANTS, train_yours
+parts = learner_parts(sys.argv[1])
+assert VARIANTS == {} and parts.owner("ModernLM") == "yours", (VARIANTS, parts.reasons)
+corpus = CharCorpus("Now is the winter of our discontent\\nMade glorious summer by this sun of York;\\n" * 40)
+model, history = train_yours(corpus, parts, replace(TRAIN, steps=2, warmup_steps=1, eval_every=2, eval_batches=1))
+print(type(model).__module__, history.steps)
+"""
+
+
+def test_a_learners_modern_model_trains_before_chapter_11_is_published(tmp_path):
+    """The student edition holds chapter 11's answers only once it is due: train_yours runs on the
+    learner's own pieces without them (course.modern_lm imported chapter 11's reference first)."""
+    notebooks = tmp_path / "chapters"
+    notebooks.mkdir()
+    for chapter in ("10_training", "11_modern"):
+        write_notebook(notebooks, chapter)
+    collect(notebooks, tmp_path / "mine")
+    proc = subprocess.run([sys.executable, "-c", BEFORE_CHAPTER_11_IS_DUE, str(tmp_path / "mine")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    module, steps = proc.stdout.split()
+    assert module.startswith("mine") and steps == "2", proc.stdout
