@@ -63,6 +63,9 @@ def _check_arguments(p: argparse.ArgumentParser) -> None:
 
 def _check(args: argparse.Namespace, fail: Fail) -> int:
     from .selfcheck import self_check
+    if args.notebook.is_dir():
+        inside = sorted(args.notebook.glob("*.ipynb"))
+        fail(f"{args.notebook} is a folder: give the notebook's path" + (f", e.g. {inside[0]}" if inside else ""))
     if not args.notebook.is_file():
         fail(f"no such notebook: {args.notebook}")
     score, total = self_check(args.notebook)

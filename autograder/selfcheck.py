@@ -105,6 +105,24 @@ def statuses(scores: list[CellScore]) -> list[str]:
     return shown
 
 
+def cells_that_raised(nb: nbformat.NotebookNode) -> list[str]:
+    """A line for each executed cell outside the tests that raised: its first line and the error, for
+    the student to see. Left out: an unfinished exercise's NotImplementedError, and a NameError after
+    an earlier cell raised (what that cell did not define)."""
+    lines, earlier = [], False
+    for cell in nb.cells:
+        if cell.cell_type != "code" or (utils.is_grade(cell) and not utils.is_solution(cell)):
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") != "error":
+                continue
+            if out.get("ename") != "NotImplementedError" and not (earlier and out.get("ename") == "NameError"):
+                first = next((line for line in cell.source.splitlines() if line.strip()), "")
+                lines.append(f"{first[:60]!r}: {out.get('ename')}: {str(out.get('evalue'))[:120]}")
+            earlier = True
+    return lines
+
+
 def written_answers(nb: nbformat.NotebookNode) -> list[tuple[str, float, bool]]:
     """(grade id, points, answered) of each written answer: a cell nbgrader grades by hand. It is
     unanswered while it holds the released text (nbgrader's checksum, as the grader decides)."""
@@ -137,6 +155,10 @@ def self_check(notebook: Path, timeout: int = 120) -> tuple[float, float]:
     got, total = sum(c.score for c in scores), sum(c.points for c in scores)
     waiting = sum(c.points - c.score for c, status in zip(scores, shown) if status == "WAIT")
     by_hand = sum(points for _, points, _ in written)
+    raised = cells_that_raised(nb)
+    if raised:
+        print("\n  Cells outside the tests that raised (not graded, but the cells after them may fail too):")
+        print("\n".join(f"    {line}" for line in raised))
     print(f"\nScore so far: {got:g} / {total:g} points"
           + (f"; {waiting:g} of the points missing wait on an exercise above (WAIT)" if waiting else "")
           + (f"; written answers ({by_hand:g} more) are graded by hand" if written else ""))

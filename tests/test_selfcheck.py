@@ -90,3 +90,24 @@ def test_an_exercise_that_fails_on_an_earlier_failing_piece_waits(tmp_path):
     status = {gid: s for s, gid, _, _ in _SCORE.findall(proc.stdout)}
     assert status["test-softmax"] == "PASS" and status["test-sdpa"] == "FAIL", proc.stdout
     assert "WAIT" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_cells_outside_the_tests_that_raise_are_listed(tmp_path):
+    """A demonstration that fails (an import the student's copy lacks) is named before the score; an
+    unfinished exercise's NotImplementedError is not."""
+    ch = get_chapter("00_introduction")
+    nb = lean(solved(ch))
+    nb.cells.insert(2, nbformat.v4.new_code_cell("import course.no_such_module  # a demonstration imports it"))
+    nb.cells.insert(3, nbformat.v4.new_code_cell("raise NotImplementedError()"))
+    proc = self_check(nb, tmp_path, f"{ch.id}.ipynb")
+    listed = proc.stdout.split("Cells outside the tests that raised", 1)[1].split("Score so far")[0]
+    assert "'import course.no_such_module  # a demonstration imports it': ModuleNotFoundError" in listed, proc.stdout
+    assert "NotImplementedError" not in listed and proc.returncode == 0, proc.stdout
+
+
+def test_self_check_of_a_folder_asks_for_the_notebook(tmp_path):
+    (tmp_path / "04_attention.ipynb").write_text("{}")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode != 0, proc.stderr
+    assert f"{tmp_path} is a folder: give the notebook's path, e.g. " in proc.stderr, proc.stderr
