@@ -240,7 +240,7 @@ def _plots(folder: Path, chapter: str, totals: list[float], maximum: float, exer
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;
 vertical-align:top}th{background:#f3f3f3}ol{margin:0;padding-left:1.2rem}td.n{text-align:right}
-img{margin:.5rem 1rem .5rem 0}"""
+img{margin:.5rem 1rem .5rem 0;max-width:100%;height:auto}"""
 
 
 def _titles(out: Path, chapter: str) -> dict[str, str]:
@@ -259,7 +259,8 @@ def summary(scores: list[float], maximum: float, nothing: int) -> str:
     """A chapter's line: the students who handed in a notebook, their mean and full marks, then
     those who handed in nothing, counted apart (they are in neither the mean nor the histogram)."""
     line = (f"{len(scores)} student{'s' * (len(scores) != 1)} handed in a notebook: mean "
-            f"{sum(scores) / len(scores):.2f} of {maximum:g}, full marks: {sum(s >= maximum for s in scores)}."
+            f"{sum(scores) / len(scores):.2f} of {maximum:g} after late penalties, full marks: "
+            f"{sum(s >= maximum for s in scores)}."
             if scores else "No student handed in a notebook.")
     return line + (f" {nothing} handed in nothing (score 0 in grades.csv; not in the mean or the histogram)."
                    if nothing else "")
@@ -293,7 +294,7 @@ def write_report(out: Path) -> Path:
         parts.append(f"<h2>{html.escape(chapter)}</h2><p>{summary(scores, maxima[chapter], nothing[chapter])}</p>")
         for name in _plots(folder, chapter, scores, maxima[chapter], by_chapter[chapter]):
             parts.append(f"<img src='{html.escape(name)}' alt='{html.escape(name)}'>")
-        parts.append("<table><tr><th>exercise</th><th>mean</th><th>full marks</th>"
+        parts.append("<table><tr><th>exercise</th><th>mean (before late penalties)</th><th>full marks</th>"
                      "<th>most common reasons for lost points (students)</th></tr>")
         titles = _titles(out, chapter)
         for ex in by_chapter[chapter]:

@@ -59,7 +59,9 @@ def test_students_who_handed_in_nothing_are_counted_apart(tmp_path):
     totals, maxima, _ = collect(tmp_path)
     assert totals == {CH: [9.0, 3.0]} and maxima == {CH: 9.0}  # the histogram's and the mean's scores
     page = write_report(tmp_path).read_text()
-    assert "2 students handed in a notebook: mean 6.00 of 9, full marks: 1. 2 handed in nothing" in page
+    assert "2 students handed in a notebook: mean 6.00 of 9 after late penalties, full marks: 1. 2 handed in nothing" \
+        in page
+    assert "<th>mean (before late penalties)</th>" in page  # the exercises' scores are nbgrader's, before them
 
 
 def graded_notebook(out, student: str, reports: dict[str, str]):
