@@ -178,8 +178,9 @@ def announce(due: list[str], before: set[str], schedule: Schedule) -> list[str]:
     if not due:
         print("the edition holds no chapter's answers (none is due yet)")
     for ch in due:
-        when = schedule.due[ch].astimezone(dt.timezone.utc)
-        print(f"  answers of {ch} (due {when:%Y-%m-%d %H:%M} UTC){'' if ch in before else ': NEW'}")
+        when, out = (t.astimezone(dt.timezone.utc) for t in (schedule.due[ch], schedule.publication(ch)))
+        extended = f", published after the longest extension, {out:%Y-%m-%d %H:%M} UTC" if out > when else ""
+        print(f"  answers of {ch} (due {when:%Y-%m-%d %H:%M} UTC{extended}){'' if ch in before else ': NEW'}")
     return [ch for ch in due if ch not in before]
 
 

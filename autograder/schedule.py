@@ -61,10 +61,13 @@ class Schedule:
 
     def is_due(self, chapter: str, now: dt.datetime) -> bool:
         """Whether the chapter's due date (plus the longest extension anyone has) has passed."""
-        if chapter not in self.due:
-            return False
+        return chapter in self.due and now >= self.publication(chapter)
+
+    def publication(self, chapter: str) -> dt.datetime:
+        """When the chapter's answers are published: its due date plus the longest extension anyone has
+        (KeyError for a chapter without a due date)."""
         longest = max((d for (_, c), d in self.extensions.items() if c == chapter), default=dt.timedelta(0))
-        return now >= self.due[chapter] + longest
+        return self.due[chapter] + longest
 
 
 def _when(value: object, zone: ZoneInfo, where: str) -> dt.datetime:

@@ -214,6 +214,9 @@ def test_new_answers_are_listed_and_published_only_when_confirmed(built, tmp_pat
     assert f"answers of {CHAPTERS[3].id} (due {SCHEDULE.due[CHAPTERS[3].id]:%Y-%m-%d %H:%M} UTC): NEW" in said
     assert f"answers of {CHAPTERS[0].id} (due" in said
     assert f"{CHAPTERS[0].id} (due 2026-09-21 23:59 UTC): NEW" not in said
+    extended = SCHEDULE.due[CHAPTERS[2].id] + dt.timedelta(days=2)  # its 2-day extension holds the answers back
+    assert (f"answers of {CHAPTERS[2].id} (due {SCHEDULE.due[CHAPTERS[2].id]:%Y-%m-%d %H:%M} UTC, published after "
+            f"the longest extension, {extended:%Y-%m-%d %H:%M} UTC)") in said, said
     assert files(dest) == files(src) and no_answers(dest, CHAPTERS[3].topic)
     monkeypatch.setattr(sys, "stdin", open(os.devnull))  # cron: no terminal to ask on, and no --yes
     from autograder.__main__ import confirm_answers
