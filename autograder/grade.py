@@ -143,7 +143,7 @@ def set_due_date(course: Course, db_url: str, schedule: Schedule, students: list
             gb.update_or_create_student(s)
             gb.update_or_create_submission(ch, s, extension=extension)
     with open_gradebook(db_url) as gb:
-        reassess_penalties(gb, ch, config)
+        reassess_penalties(gb, ch, config, set(students))
 
 
 def grade_chapter(course: Course, folders: dict[str, Path | None], pool: Pool, use_sandbox: bool, limits: Limits,

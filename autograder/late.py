@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Collection
 from pathlib import Path
 
 from nbgrader.plugins import LateSubmissionPlugin
@@ -42,16 +43,18 @@ class PercentPerDay(LateSubmissionPlugin):
         return round(score * min(1.0, days * self.percent / 100), 2)
 
 
-def reassess_penalties(gb, chapter: str, config) -> None:
-    """Take each late notebook's penalty of `chapter` from its score now, as nbgrader's
-    ``AssignLatePenalties`` does when it autogrades (with the plugin and policy of `config`, the
-    course folder's nbgrader configuration): a score given by hand in the formgrader, or an extension
-    or due date changed since, change the penalty without running the notebook again."""
+def reassess_penalties(gb, chapter: str, config, students: Collection[str]) -> None:
+    """Take the penalty of each of `students`' late notebooks of `chapter` from its score now, as
+    nbgrader's ``AssignLatePenalties`` does when it autogrades (with the plugin and policy of `config`,
+    the course folder's nbgrader configuration): a score given by hand in the formgrader, or an
+    extension or due date changed since, change the penalty without running the notebook again."""
     from nbgrader.preprocessors import AssignLatePenalties
 
     assess = AssignLatePenalties(config=config)
     assess.init_plugin()
     for sub in gb.assignment_submissions(chapter):
+        if sub.student.id not in students:  # another shard's, or not in this run
+            continue
         late = sub.total_seconds_late
         for nb in sub.notebooks:
             penalty = assess.plugin_inst.late_submission_penalty(sub.student.id, nb.score, late) if late > 0 else None

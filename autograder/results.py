@@ -154,7 +154,7 @@ def refresh(out: Path, db_url: str | None = None) -> list[Row]:
         if config_path.is_file():  # scores given by hand since `grade` ran change what a penalty takes
             config = JSONFileConfigLoader(CONFIG_FILE, path=str(config_path.parent)).load_config()
             for chapter in sorted({r.assignment for r in written if r.status.startswith("graded")}):
-                reassess_penalties(gb, chapter, config)
+                reassess_penalties(gb, chapter, config, {r.student_id for r in written if r.assignment == chapter})
         for row in written:
             if row.status.startswith("graded"):
                 try:
