@@ -254,13 +254,15 @@ def _float32_shows(k: int, d: int, base: float | None) -> bool:
 
 
 def _far_cases(rng: np.random.Generator, hidden: bool) -> list[Case]:
-    """Offsets so large that float32 angles put M_k off by far more than the tolerance, on every draw."""
-    def far(d: int, base: float | None = None) -> tuple[int, int, float | None]:
-        k = drawn_until(lambda: int(rng.integers(2_000_000, 10_000_001)) * int(rng.choice([-1, 1])),
-                        lambda k: _float32_shows(k, d, base), "float32 angles going wrong")
-        return k, d, base
+    """Offsets so large that float32 angles put M_k off by far more than the tolerance, on every draw.
+    The base is drawn with the offset: with a power of two (128, 256, 512) every angle k / base^(2i/d)
+    is exact in float32, so no offset shows the clause, and the base is drawn again."""
+    def far(d: int, base: Callable[[], float | None] = lambda: None) -> tuple[int, int, float | None]:
+        k, b = drawn_until(lambda: (int(rng.integers(2_000_000, 10_000_001)) * int(rng.choice([-1, 1])), base()),
+                           lambda kb: _float32_shows(kb[0], d, kb[1]), "float32 angles going wrong")
+        return k, d, b
     return _labelled([far(even(rng, 8, 13))] if not hidden else
-                     [far(32), far(even(rng, 8, 17)), far(16, float(rng.integers(100, 1000)))])
+                     [far(32), far(even(rng, 8, 17)), far(16, lambda: float(rng.integers(100, 1000)))])
 
 
 def _labelled(specs: list[tuple[int, int, float | None]]) -> list[Case]:
