@@ -93,10 +93,24 @@ def kernel_processes(out: Path) -> list[str]:
     return found
 
 
+def listening_below_the_ephemeral_ports() -> socket.socket:
+    """A TCP listener on 127.0.0.1 at a port below the ephemeral range. The sandbox's connect to the
+    grader's port picks its own source port from that range: at an ephemeral port, the one time in
+    some 28,000 that it picked the same number, Linux's TCP self-connect made the attempt succeed
+    inside the sandbox's own loopback (seen once in CI), although nothing listens there."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for port in range(low - 1, 1024, -1):
+        try:
+            return socket.create_server(("127.0.0.1", port))
+        except OSError:  # taken
+            continue
+    raise RuntimeError("no free port below the ephemeral range")
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory) -> Batch:
     base = tmp_path_factory.mktemp("hostile")
-    with socket.create_server(("127.0.0.1", 0)) as listener:  # a live port the sandbox must not reach
+    with listening_below_the_ephemeral_ports() as listener:  # a live port the sandbox must not reach
         paths = Paths(out=base / "out", canary=base / "canary.txt", port=listener.getsockname()[1])
         paths.canary.write_text(CANARY)
         write_batch(base / "submitted", paths)
