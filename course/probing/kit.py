@@ -103,6 +103,12 @@ def parameter_table(module: nn.Module) -> dict[str, tuple[tuple[int, ...], str]]
 #: PyTorch's softmax, by every name: what chapter 4's exercises (and chapter 5's attention) do by hand
 SOFTMAX = ("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax",
            "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.Tensor.log_softmax")
+#: PyTorch's own attention and Transformer layers, fast paths included (``nn.MultiheadAttention``,
+#: ``nn.TransformerEncoderLayer``, ``nn.TransformerDecoderLayer``, ``nn.Transformer``): what chapters 5-8 build
+#: by hand, and what `course.twins` loads the course's weights into
+TORCH_ATTENTION = ("torch.nn.functional.scaled_dot_product_attention",
+                   "torch.nn.functional.multi_head_attention_forward", "torch._native_multi_head_attention",
+                   "torch._transformer_encoder_layer_fwd")
 #: the sum as a function: the residual connections of chapters 6 and 7 are written with `+` (which
 #: PyTorch dispatches as `Tensor.add`, so that one stays allowed)
 ADD = ("torch.add",)

@@ -14,6 +14,7 @@ FINAL = "return self.norm(x)"
 ENCODE = "return self.encoder(src, src_mask)"
 DECODE = "return self.decoder(tgt, memory, tgt_mask, memory_mask)"
 FORWARD = "return self.decode(tgt, self.encode(src, src_mask), tgt_mask, memory_mask)"
+_N = "\n        "
 LEAK = "Did you pass tgt_mask to the self-attention?"
 
 MUTANTS = [
@@ -144,4 +145,16 @@ MUTANTS = [
     Mutant("encoder built with dropout 0.1 (training-mode difference)", MODEL,
            (("self.encoder = Encoder(num_encoder_layers, d_model, num_heads, d_ff, dropout)",
              "self.encoder = Encoder(num_encoder_layers, d_model, num_heads, d_ff, 0.1)"),), T84, hint="key 'train'"),
+    # PyTorch's own layer with the student's weights copied in (`course.twins`): not the exercise
+    Mutant("nn.TransformerDecoderLayer with the weights copied in", LAYER,
+           ((SELF, "from course.twins import load_twin, torch_attn_mask" + _N
+             + "heads, n, m = self.self_attn.num_heads, x.shape[1], memory.shape[1]" + _N
+             + "twin = load_twin(nn.TransformerDecoderLayer(x.shape[-1], heads, self.ffn.linear1.out_features, "
+               "self.dropout.p, norm_first=True, batch_first=True, dtype=x.dtype), "
+               "dict(self.named_parameters())).train(self.training)" + _N
+             + "tgt = torch_attn_mask(tgt_mask, x.shape[0], heads, n, n)" + _N
+             + "mem = torch_attn_mask(memory_mask, x.shape[0], heads, n, m)" + _N
+             + "return twin(x, memory, tgt_mask=None if tgt is None else tgt.to(x.dtype), "
+               "memory_mask=None if mem is None else mem.to(x.dtype))"),), T82,
+           hint="is not allowed in this exercise"),
 ]

@@ -171,4 +171,13 @@ MUTANTS = [
     Mutant("noise added in training mode", ENCODER,
            ((_STEP, "x = layer(x, mask) + (0.01 * torch.randn_like(x) if self.training else 0)"),), T74,
            hint="key 'train'"),
+    # PyTorch's own layer with the student's weights copied in (`course.twins`): not the exercise
+    Mutant("nn.TransformerEncoderLayer with the weights copied in", LAYER,
+           ((_ATT, "from course.twins import load_twin, torch_attn_mask" + _N
+             + "twin = load_twin(nn.TransformerEncoderLayer(x.shape[-1], self.self_attn.num_heads, "
+               "self.ffn.linear1.out_features, self.dropout.p, norm_first=True, batch_first=True, dtype=x.dtype), "
+               "dict(self.named_parameters())).train(self.training)" + _N
+             + "m = torch_attn_mask(mask, x.shape[0], self.self_attn.num_heads, x.shape[1], x.shape[1])" + _N
+             + "return twin(x, src_mask=None if m is None else m.to(x.dtype))"),), T73,
+           hint="is not allowed in this exercise"),
 ]

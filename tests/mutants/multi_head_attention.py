@@ -4,6 +4,7 @@ SPLIT, MERGE, MHA, FROM = "split-heads", "merge-heads", "multi-head-attention", 
 T_SPLIT, T_MERGE, T_MHA, T_FROM = ("test-split-heads", "test-merge-heads", "test-multi-head-attention",
                                    "test-multi-head-from-heads")
 
+_N = "\n        "
 RIGHT_SPLIT = "x.reshape(batch, seq, num_heads, d_head).transpose(1, 2)"
 RIGHT_MERGE = "x.transpose(1, 2).reshape(batch, seq, num_heads * d_head)"
 SPLIT_Q = "q = split_heads(self.W_q(query), self.num_heads)"
@@ -140,4 +141,12 @@ MUTANTS = [
            ((COPY_O, "mha.W_o.weight = nn.Parameter(W_o.T.double())"),), (T_FROM,), hint="float64"),
     Mutant("from heads: copied without torch.no_grad()", FROM,
            (("    with torch.no_grad():\n", "    if True:\n"),), (T_FROM,), hint="torch.no_grad()"),
+    # PyTorch's own layer with the student's weights copied in (`course.twins`): not the exercise
+    Mutant("nn.MultiheadAttention with the weights copied in", MHA,
+           ((SPLIT_Q, "from course.twins import load_twin, torch_attn_mask" + _N
+             + "twin = load_twin(nn.MultiheadAttention(self.d_model, self.num_heads, batch_first=True, "
+               "dtype=query.dtype), dict(self.named_parameters()))" + _N
+             + "m = torch_attn_mask(mask, query.shape[0], self.num_heads, query.shape[1], key.shape[1])" + _N
+             + "return twin(query, key, value, attn_mask=None if m is None else m.to(query.dtype), "
+               "average_attn_weights=False)" + _N + SPLIT_Q),), (T_MHA,), hint="is not allowed in this exercise"),
 ]

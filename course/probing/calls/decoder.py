@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..cases import Case
-from ..kit import build, load_weights, parameter_table, run_modes
+from ..kit import TORCH_ATTENTION, build, load_weights, parameter_table, run_modes
 from ..runner import Probe, register
 
 # ---------------------------------------------------------------- 8.1 mask ---
@@ -227,20 +227,23 @@ def _observe_parts(case: Case, raw: dict) -> dict:
                    TRANSFORMER_PS: distinct_ps(r["dropout ps"])} for mode, r in raw.items()}
 
 
+#: the layers are built from the course's sub-layers: wrapping nn.TransformerDecoderLayer or nn.Transformer
+#: with the weights copied in (`course.twins`) is not the exercise
+_NO_TORCH = dict(forbid=TORCH_ATTENTION)
 #: exercise 8.4's model holds exercise 8.3's decoder
-_ON_DECODER = dict(builds_on=("Decoder",), answer="Transformer")
+_ON_DECODER = dict(builds_on=("Decoder",), answer="Transformer", **_NO_TORCH)
 
 register(
     Probe("decoder.causal_mask", call=_call_mask, observe=_observe_mask,
           forbid=("torch.nn.Transformer.generate_square_subsequent_mask",)),
-    Probe("decoder.decoder_layer", call=_call_layer),
-    Probe("decoder.decoder_layer_no_future", call=_call_future, observe=_observe_future),
-    Probe("decoder.decoder_only_layer", call=_call_layer),
-    Probe("decoder.decoder_layer_structure", call=_call_layer_layout, observe=_observe_layer_layout),
-    Probe("decoder.decoder_layer_dropout", call=_call_dropout),
-    Probe("decoder.decoder", call=_call_decoder, builds_on=("DecoderLayer",), answer="Decoder"),
+    Probe("decoder.decoder_layer", call=_call_layer, **_NO_TORCH),
+    Probe("decoder.decoder_layer_no_future", call=_call_future, observe=_observe_future, **_NO_TORCH),
+    Probe("decoder.decoder_only_layer", call=_call_layer, **_NO_TORCH),
+    Probe("decoder.decoder_layer_structure", call=_call_layer_layout, observe=_observe_layer_layout, **_NO_TORCH),
+    Probe("decoder.decoder_layer_dropout", call=_call_dropout, **_NO_TORCH),
+    Probe("decoder.decoder", call=_call_decoder, builds_on=("DecoderLayer",), answer="Decoder", **_NO_TORCH),
     Probe("decoder.decoder_structure", call=_call_decoder_layout, observe=_observe_decoder_layout,
-          builds_on=("DecoderLayer",), answer="Decoder"),
+          builds_on=("DecoderLayer",), answer="Decoder", **_NO_TORCH),
     Probe("decoder.transformer", call=_call_transformer, **_ON_DECODER),
     Probe("decoder.transformer_encode_decode", call=_call_parts, observe=_observe_parts, **_ON_DECODER),
 )

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..cases import Case
-from ..kit import ADD, PARAMS, build, count, load_weights, parameters, run_modes, with_count
+from ..kit import ADD, PARAMS, TORCH_ATTENTION, build, count, load_weights, parameters, run_modes, with_count
 from ..runner import Probe, register
 
 #: the keys of the raw reports the parameter checks return
@@ -152,7 +152,10 @@ def _encoder_report(cls: Any, case: Case) -> dict[str, Any]:
 #: the layers' own products: a fused matrix product with the bias is not the exercise (7.1, 7.2)
 _NO_ADDMM = ("torch.addmm",)
 #: the encoder's final norm is its LayerNorm module (7.4)
-_NO_FUNCTIONAL_NORM = ("torch.nn.functional.layer_norm", "torch.layer_norm")
+_NO_FUNCTIONAL_NORM = ("torch.nn.functional.layer_norm", "torch.layer_norm", *TORCH_ATTENTION)
+#: the layer's residual connections are written with `+`, and its sub-layers are the course's: wrapping
+#: nn.TransformerEncoderLayer with the weights copied in (`course.twins`) is not the exercise (7.3)
+_LAYER_FORBID = (*ADD, *TORCH_ATTENTION)
 #: exercise 7.3's layer holds exercise 7.1's network
 _ON_FFN = dict(builds_on=("FeedForward",), answer="EncoderLayer")
 
@@ -163,9 +166,9 @@ register(
     Probe("feed_forward.ffn_errors", call=_made_ffn),
     Probe("feed_forward.swiglu_forward", call=_run_swiglu, forbid=_NO_ADDMM),
     Probe("feed_forward.swiglu_layers", call=_swiglu_report, observe=with_count),
-    Probe("feed_forward.encoder_layer", call=_run_layer, forbid=ADD, **_ON_FFN),
+    Probe("feed_forward.encoder_layer", call=_run_layer, forbid=_LAYER_FORBID, **_ON_FFN),
     Probe("feed_forward.encoder_layer_parameters", call=_layer_report, observe=with_count, **_ON_FFN),
-    Probe("feed_forward.encoder_layer_dropout", call=_run_layer, forbid=ADD, **_ON_FFN),
+    Probe("feed_forward.encoder_layer_dropout", call=_run_layer, forbid=_LAYER_FORBID, **_ON_FFN),
     Probe("feed_forward.encoder", call=_run_encoder, forbid=_NO_FUNCTIONAL_NORM, builds_on=("EncoderLayer",),
           answer="Encoder"),
     Probe("feed_forward.encoder_parameters", call=_encoder_report, observe=_encoder_facts,

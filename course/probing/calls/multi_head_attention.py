@@ -16,11 +16,11 @@ from torch import nn
 from course.reference.attention import AttentionHead
 
 from ..cases import Case, module_from_state, module_state, transportable
-from ..kit import SOFTMAX, build, load_weights, parameter_table, run_modes
+from ..kit import SOFTMAX, TORCH_ATTENTION, build, load_weights, parameter_table, run_modes
 from ..runner import Probe, register
 
 #: chapter 4's attention is done here with its answers (or its stand-in), not PyTorch's
-_NO_FUSED = ("torch.nn.functional.scaled_dot_product_attention", *SOFTMAX)
+_NO_FUSED = (*TORCH_ATTENTION, *SOFTMAX)
 #: exercise 5.3 splits and merges the heads with exercises 5.1 and 5.2
 _ON_HEADS = dict(builds_on=("split_heads", "merge_heads"), answer="MultiHeadAttention")
 
