@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 
 import pytest
 import torch
@@ -80,6 +81,20 @@ def test_functions_compute_what_the_answers_compute():
         assert same(*(f(logits, dim) for f in pair("decoding", "log_softmax")))
 
 
+@pytest.mark.parametrize("corpus,specials", [("to be or not to be\n", ("<pad>", "<bos>", "<eos>", "<unk>")),
+                                             ("Ünïcode ✓ 😀", ("<eos>", "<unk>", "<pad>", "<bos>", "<sep>")),
+                                             ("", ("<pad>", "<bos>", "<eos>", "<unk>"))])
+def test_the_character_tokenizer_does_what_the_answer_does(corpus, specials):
+    ref, std = (cls(corpus, specials) for cls in pair("tokenizing", "CharTokenizer"))
+    facts = ("itos", "stoi", "vocab_size", "pad_id", "bos_id", "eos_id", "unk_id")
+    assert [getattr(ref, f) for f in facts] == [getattr(std, f) for f in facts]
+    for text in ("to be", "not ✓ seen: Q", "", corpus):
+        for add in (False, True):
+            assert ref.encode(text, add) == std.encode(text, add)
+    for ids in (list(range(ref.vocab_size)), [ref.unk_id, ref.bos_id, 0], [ref.vocab_size], [-1]):
+        assert outcome(ref.decode, ids) == outcome(std.decode, ids)
+
+
 @pytest.mark.parametrize("topic,name,args,kwargs,inputs", [
     ("embedding", "Embedding", (11, 6), {}, [(torch.tensor([[0, 3, 10], [2, 2, 1]]),), (torch.tensor([11]),),
                                              (torch.tensor([-1]),), (torch.tensor([1.0]),), (torch.tensor([True]),)]),
@@ -123,7 +138,7 @@ def test_constructors_refuse_what_the_answers_refuse(topic, name, args):
 def exercise_of(topic: str, name: str) -> tuple:
     ch = CHAPTER[topic]
     for gid, source in solution_sources(ch).items():
-        if f"def {name}(" in source or f"class {name}(" in source:
+        if re.search(rf"^(def {name}\(|class {name}[(:])", source, re.M):
             return ch, gid
     raise AssertionError(f"no answer cell of {ch.id} defines {name}")
 

@@ -136,7 +136,7 @@ def _resolve(dotted: str) -> tuple[Any, str]:
 
 def refusal(name: str) -> RuntimeError:
     """The error a forbidden function raises while a check runs (`watching`)."""
-    return RuntimeError(f"{name} is not allowed in this exercise: write it with basic tensor operations")
+    return RuntimeError(f"{name} is not allowed in this exercise: it does what the exercise asks you to write yourself")
 
 
 #: the course's stand-ins (`course.standins`): their calls are the course's, not the student's

@@ -252,6 +252,8 @@ _BUILDS_ON = {"merge_pair": (), "train_bpe": ("merge_pair",), "train_bpe_fast": 
               "bpe_encode": ("merge_pair",),
               "char": (), "bpe_tokenizer": ("train_bpe", "bpe_encode")}
 _ANSWER = {"char": "CharTokenizer", "bpe_tokenizer": "BPETokenizer"}
+#: what the character tokenizer's stand-in (`course.standins.tokenizing`) is built on: 1.1 is written without
+_FORBID = {"char": ("torch.unique", "torch.searchsorted"), "bpe_tokenizer": ()}
 
 register(
     *(Probe(f"tokenizing.{name}", call=_call_function, observe=result_of(function),
@@ -262,7 +264,7 @@ register(
                               ("bpe_encode", ("bpe_encode", "bpe_encode_random")))
       for name in names),
     *(Probe(f"tokenizing.{kind}_{op}", call=_call_tokenizer, observe=tokenizer_facts, builds_on=_BUILDS_ON[kind],
-            answer=_ANSWER[kind])
+            answer=_ANSWER[kind], forbid=_FORBID[kind])
       for kind in ("char", "bpe_tokenizer") for op in ("vocab", "encode", "decode")),
     # timed: no tracing of merge_pair's calls, which would add to the time
     Probe("tokenizing.train_bpe_fast_speed", call=_call_timed, observe=fast_enough, answer="train_bpe_fast"),
