@@ -49,6 +49,7 @@ no timestamp.txt: nbgrader then never counts it late.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import re
 import zipfile
@@ -70,6 +71,9 @@ MOODLE_FILE = re.compile(r"^[^/_]+_(\d+)_assignsubmission_([a-z0-9]+)_(.+)$")
 NO_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip time: what a member gets when none was recorded
 EXTENDED_TIMESTAMP = 0x5455  # Info-ZIP's "UT" extra field: flags, then the mtime in Unix seconds (UTC)
 UNKNOWN = "cannot tell whose notebook it is"
+#: the students' names an LMS wrote in its download (`lms_name`): collect keeps them in SUBMISSIONS/NAMES,
+#: grade carries them to OUT/NAMES, export fills a Moodle worksheet's and a Canvas import's names from them
+NAMES = "lms-names.csv"
 
 
 def chapter_ids() -> set[str]:
@@ -226,7 +230,39 @@ def collect(archive: Path, chapter: str, into: Path, timezone: str | None = None
             if other := other_chapter(info.filename, chapter):
                 print(f"  warning: {student}'s notebook is named after chapter {other}, not {chapter}: "
                       f"is this {chapter}'s archive, and the student's right notebook?")
+    names = {s: lms_name(inside(i, top).parts[0]) for s, i in chosen.items()}
+    if any(names.values()):
+        add_names(into / NAMES, names)
+        print(f"names of {sum(map(bool, names.values()))} student(s), as the LMS wrote them, kept in "
+              f"{into / NAMES} (export uses them)")
     return {s: i.filename for s, i in chosen.items()}
+
+
+def lms_name(top: str) -> str:
+    """The name an LMS gave a student in the top-level entry it made for them: Moodle's full name
+    (``Alice Smith_1001_assignsubmission_file_``), Canvas's (``smithalice_1001_...``); "" for others."""
+    if (m := MOODLE.match(top)) or (m := MOODLE_FILE.match(top)):
+        return top[:m.start(1) - 1]
+    return top.split("_", 1)[0] if CANVAS.match(top) else ""
+
+
+def read_names(path: Path) -> dict[str, str]:
+    """{student id: name} of a NAMES file (a roster with student_id and name); {} when there is none."""
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as f:
+        return {r["student_id"]: r["name"] for r in csv.DictReader(f) if r.get("student_id") and r.get("name")}
+
+
+def add_names(path: Path, names: dict[str, str]) -> None:
+    """Merge `names` into the NAMES file at `path` (a later archive's name wins)."""
+    merged = {**read_names(path), **{s: n for s, n in names.items() if n}}
+    if not merged:
+        return
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student_id", "name"])
+        writer.writerows(sorted(merged.items()))
 
 
 def other_chapter(filename: str, chapter: str) -> str | None:

@@ -56,6 +56,7 @@ from course.protocol import SECRET_ENV
 from . import feedback, sandbox
 from .chapters import all_chapters
 from .cleanup import remove_tree
+from .collect import NAMES, add_names, read_names
 from .course_folder import Course
 from .fingerprint import folder_digest, judging_digest
 from .gradebook import gradebook_url, open_gradebook, release_recorded, setup_lock
@@ -253,6 +254,7 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
     print(f"grading secret: {secret} (from {source}); every regrade of this class needs the same one")
     out.mkdir(parents=True, exist_ok=True)
     found, warnings = discover(submissions)
+    add_names(out / NAMES, read_names(submissions / NAMES))  # for export: the names collect read
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     students = sorted({s for per in found.values() for s in per})

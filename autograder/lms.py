@@ -50,6 +50,7 @@ import sys
 from pathlib import Path
 
 from .chapters import all_chapters
+from .collect import NAMES, read_names
 from .late import describe_policy
 from .results import refresh
 from .schedule import Schedule, load_schedule
@@ -85,6 +86,16 @@ def read_roster(path: Path | None) -> dict[str, dict[str, str]]:
     if rows and "student_id" not in rows[0]:
         raise SystemExit(f"{path}: needs a student_id column")
     return {r["student_id"]: {k: (r.get(k) or "") for k in ROSTER_COLUMNS} for r in rows}
+
+
+def with_names(roster: dict[str, dict[str, str]], names: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The roster, each student without a name there given the one the LMS wrote in its download
+    (`collect.NAMES`, which `grade` keeps in OUT): an export without --roster still names students."""
+    people = {s: dict(who) for s, who in roster.items()}
+    for s, name in names.items():
+        who = people.setdefault(s, dict.fromkeys(ROSTER_COLUMNS, ""))
+        who["name"] = who.get("name") or name
+    return people
 
 
 def comment(row: dict[str, str], policy: str | None = None) -> str:
@@ -305,7 +316,7 @@ def export(out: Path, lms: str, roster: Path | None = None, chapters: list[str] 
         print(f"warning: {len(waiting)} row(s) await manual grading (python -m autograder formgrader {out}); "
               "their scores leave those points out", file=sys.stderr)
     cells = marks(grades, schedule, missing_as_zero, now)
-    people = read_roster(roster)
+    people = with_names(read_roster(roster), read_names(out / NAMES))
     if lms == "canvas":
         path = out / "lms" / "canvas.csv"
         write_csv(path, canvas_rows(grades, chosen, cells, people, schedule))

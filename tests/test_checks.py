@@ -214,6 +214,8 @@ def test_mutant_loses_points_and_shows_its_hint_on_every_draw(ch, mutant):
     # judged on what it adds. (A piece inherited from, as BPETokenizer inherits CharTokenizer, is not a call.)
     mutated = _defined(answers[mutant.cell])
     later = list(cells)[list(cells).index(_test_cell_of(ch, mutant.cell)) + 1:]
+    callers = {c.check.probe.answer for calls in cells.values() for c in calls
+               if mutated & set(c.check.probe.builds_on)}
     for gid in later:
         if gid in mutant.loses or not any(mutated & set(c.check.probe.builds_on) for c in cells[gid]):
             continue
@@ -221,6 +223,9 @@ def test_mutant_loses_points_and_shows_its_hint_on_every_draw(ch, mutant):
             judged = verdicts(cells[gid], module, seed, bank(ch))
             assert cell_fraction(judged) == 1, (f"{gid} lost points for the mistake of {mutant.cell}, on seed {seed}:\n"
                                                 + "\n".join(v.text for v in judged if not v.passed))
+            # ... and where its feedback blames earlier pieces, they are the mutated one and those that call it
+            blamed = {p for v in judged if v.record["replayed"] for p in v.record["replayed_on"].split(" and ")}
+            assert blamed <= mutated | callers, f"{gid} blames {sorted(blamed - mutated)} for {mutant.cell}'s mistake"
 
 
 def _defined(source: str) -> set[str]:

@@ -10,6 +10,8 @@ import sys
 import pytest
 
 from autograder import lms
+from autograder.collect import NAMES, add_names, read_names
+from autograder import grade as grading
 from autograder.chapters import all_chapters
 from autograder.results import Row, write_csvs
 from autograder.schedule import Schedule
@@ -105,6 +107,20 @@ def test_moodle_offline_grading_worksheet(tmp_path, seed, all_due):
             assert (grade == "" if not handed_in(mine[s]) else float(grade) == mine[s].score)
             assert float(top) == mine[s].max_score
             assert note == lms.comment({"status": mine[s].status})
+
+
+def test_names_collect_read_fill_what_the_roster_leaves_blank(tmp_path, all_due):
+    """Without --roster, the Moodle worksheet's "Full name" and Canvas's "Student" are the names the LMS
+    wrote in its download (`collect.NAMES`, carried into OUT by `grade`); a roster's name wins."""
+    rows = generated_class(tmp_path, 3, ids=["1001", "1002", "1003"])
+    add_names(tmp_path / NAMES, {"1001": "Alice Smith", "1002": "Bob Jones"})
+    ch = sorted({r.assignment for r in rows})[0]
+    named = {t[0]: t[1] for t in read(lms.export(tmp_path, "moodle", chapters=[ch])[0])[1:]}
+    assert named == {"Participant 1001": "Alice Smith", "Participant 1002": "Bob Jones", "Participant 1003": ""}
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,name,email\n1002,Robert Jones,bob@example.org\n")
+    table = read(lms.export(tmp_path, "canvas", roster=roster)[0])
+    assert {t[1]: t[0] for t in table[2:]} == {"1001": "Alice Smith", "1002": "Robert Jones", "1003": "1003"}
 
 
 def test_students_are_told_about_lateness_and_repairs_not_the_graders_bookkeeping():
@@ -269,3 +285,11 @@ def test_missing_as_zero_only_after_the_due_date_and_the_students_extension(tmp_
     table = read(path)
     assert table[0][5:] == ["01_tokenizing", "02_embedding"]
     assert [line[5:] for line in table[2:]] == [["7.5", "7.5"], ["0", "0"], ["0", "0"], ["", ""]]
+
+
+def test_grade_carries_the_names_collect_kept_into_out(tmp_path):
+    subs = tmp_path / "submitted"
+    subs.mkdir()
+    add_names(subs / NAMES, {"1001": "Alice Smith"})
+    grading.grade(subs, tmp_path / "grading", use_sandbox=False, secret=tmp_path / "secret")
+    assert read_names(tmp_path / "grading" / NAMES) == {"1001": "Alice Smith"}

@@ -215,18 +215,19 @@ def evaluate(check_: Check, cases: list[Case], entries: list[Any], replay: bool 
 
 def replayer(check_: Check, cases: list[Case]) -> Callable[[int, list], Any] | None:
     """For a check whose exercise builds on the chapter's earlier answers (its probe's `builds_on`):
-    ``replay(i, trace)``, what the course's answer to the exercise returns on case i with each earlier
-    piece returning what the student's did on the same inputs (`course.probing.pieces`), and the case's
-    inputs as it leaves them; NOT_APPLICABLE where the student's exercise fed its pieces other inputs.
+    ``replay(i, trace, only=None)``, what the course's answer to the exercise returns on case i with each
+    earlier piece (or each of `only`) returning what the student's did on the same inputs
+    (`course.probing.pieces`), and the case's inputs as it leaves them; NOT_APPLICABLE where the
+    student's exercise fed its pieces other inputs.
     None for other checks."""
     probe = check_.probe
     if not probe.builds_on or not probe.answer:
         return None
     module = importlib.import_module(f"course.reference.{check_.topic}")
 
-    def replay(i: int, trace: list) -> Any:
+    def replay(i: int, trace: list, only: tuple[str, ...] | None = None) -> Any:
         case = carried([cases[i]])[0]
-        with pieces.replaying(module.__dict__, probe.builds_on, trace) as done:
+        with pieces.replaying(module.__dict__, probe.builds_on, trace, only) as done:
             try:
                 out = to_plain(probe.call(getattr(module, probe.answer), case))
             except Exception as exc:  # the student's earlier piece made the answer fail too, or the replay did

@@ -274,18 +274,28 @@ def _build_layout(module: nn.Module, recorded: dict[str, list]) -> None:
             owner.register_parameter(leaf, nn.Parameter(zeros, requires_grad=zeros.is_floating_point()))
 
 
+def piece_of(key: str) -> str:
+    """The earlier piece a trace entry is of: ``RMSNorm`` for ``RMSNorm#1`` and ``RMSNorm()``."""
+    return key.partition("#")[0].removesuffix("()")
+
+
 @contextlib.contextmanager
-def replaying(namespace: dict, names: Sequence[str], trace: list) -> Iterator[Replay]:
+def replaying(namespace: dict, names: Sequence[str], trace: list,
+              only: Sequence[str] | None = None) -> Iterator[Replay]:
     """While the block runs, the pieces `names` of `namespace` (the course's answers' module) return,
     call after call, what the student's pieces returned (`trace`, recorded by `tracing`) when they are
     given the same data, and a module built with the same arguments gets the parameters the student's
-    had; on other data they compute as the answer does, and the replay is marked `diverged`."""
+    had; on other data they compute as the answer does, and the replay is marked `diverged`. With
+    `only`, the other pieces' calls are not replayed: they compute as the answer does (to tell which
+    piece explains the student's output)."""
     replay = Replay()
     for entry in trace:
         if not (isinstance(entry, list) and len(entry) in (4, 5) and isinstance(entry[0], str)):
             replay.diverged = True  # not a trace `tracing` wrote
             continue
         name, inputs, out, after, *drew = entry
+        if only is not None and piece_of(name) not in only:
+            continue
         replay.calls.setdefault(name, deque()).append((inputs, out, after, drew[0] if drew else None))
 
     def recorded(key: str, args: tuple, kwargs: dict) -> Any:
@@ -328,7 +338,7 @@ def replaying(namespace: dict, names: Sequence[str], trace: list) -> Iterator[Re
             return new
         return make_call, make_new
 
-    kept = {n: namespace[n] for n in names if n in namespace}
+    kept = {n: namespace[n] for n in names if n in namespace and (only is None or n in only)}
     try:
         for name, piece in kept.items():
             namespace[name] = _swapped(piece, *replayer(name))

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .cases import Case
+from .pieces import piece_of
 from .plain import Raised, decode, raised, to_plain
 from .runner import input_names, inputs_snapshot
 
@@ -257,7 +258,7 @@ def evaluate(standard: Standard, cases: Sequence[Case], entries: list[Any], want
             theirs = replay(i, entry[3])
             if theirs is not NOT_APPLICABLE and _same(standard, case, got, theirs[0]):
                 problem = _inputs_problem(case, after, theirs[1]) if standard.inputs_unchanged else None
-                pieces = " or ".join(standard.builds_on)
+                pieces = " and ".join(at_fault(standard, case, got, entry[3], lambda only: replay(i, entry[3], only)))
                 results.append(CaseResult(case.label, problem, f"your {pieces}", False, tuple(reached),
                                           replayed=problem is None))
                 continue
@@ -272,6 +273,22 @@ def evaluate(standard: Standard, cases: Sequence[Case], entries: list[Any], want
         problem = problem or changed
         results.append(CaseResult(case.label, problem, hint, mistake, tuple(reached)))
     return results
+
+
+def at_fault(standard: Standard, case: Case, got: Any, trace: list, replay: Callable[[tuple], Any]) -> list[str]:
+    """The earlier pieces a replayed case is the fault of: each piece whose recorded outputs alone,
+    the others computing as the answer does, give what the student's exercise returned; if none
+    does alone, every piece the trace holds (in `builds_on` order)."""
+    traced = {piece_of(e[0]) for e in trace if isinstance(e, list) and e and isinstance(e[0], str)}
+    held = [p for p in standard.builds_on if p in traced] or list(standard.builds_on)
+    if len(held) == 1:
+        return held
+    alone = []
+    for piece in held:
+        theirs = replay((piece,))
+        if theirs is not NOT_APPLICABLE and _same(standard, case, got, theirs[0]):
+            alone.append(piece)
+    return alone or held
 
 
 def _same(standard: Standard, case: Case, got: Any, replayed: Any) -> bool:
@@ -341,7 +358,8 @@ def record(name: str, hidden: bool, results: Sequence[CaseResult] = (), category
          "cases": how many, "failed": how many, "guard": the check is a guard (`course.protocol.counted`),
          "reached": the forbidden functions its calls reached, whether refused or let run,
          "replayed": how many cases passed on the student's own earlier pieces' outputs (`evaluate`),
-         "replayed_on": those earlier pieces ("split_heads or merge_heads"; "" when none was),
+         "replayed_on": the earlier pieces at fault (`at_fault`: "merge_heads", "RMSNorm and
+         GroupedQueryAttention"; "" when none was),
          "shown": [{"label", "problem", "hint", "mistake": the hint is a known mistake's}, ...]}
 
     `shown` holds the failed cases a report details (`SHOWN_FAILURES`); `cases`
