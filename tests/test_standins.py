@@ -93,6 +93,12 @@ def test_the_character_tokenizer_does_what_the_answer_does(corpus, specials):
             assert ref.encode(text, add) == std.encode(text, add)
     for ids in (list(range(ref.vocab_size)), [ref.unk_id, ref.bos_id, 0], [ref.vocab_size], [-1]):
         assert outcome(ref.decode, ids) == outcome(std.decode, ids)
+    for tok in (ref, std):  # a token added after construction (as 1.5's subclass does): read when called
+        tok.itos.append("Q")
+        tok.stoi["Q"] = tok.vocab_size
+        tok.vocab_size += 1
+    new = [ref.vocab_size - 1]
+    assert ref.encode("to Q") == std.encode("to Q") and ref.decode(new) == std.decode(new)
 
 
 @pytest.mark.parametrize("topic,name,args,kwargs,inputs", [

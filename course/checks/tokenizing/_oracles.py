@@ -186,7 +186,7 @@ class _Tokenizer:
 
     def __init__(self, alphabet: str, specials: tuple[str, ...], merges: list | None, *, specials_last=False,
                  appearance=False, fixed_ids=False, dedupe=True, sort_merges=False, stale_size=False,
-                 **knobs: Any) -> None:
+                 frozen=False, **knobs: Any) -> None:
         chars = list(dict.fromkeys(alphabet)) if appearance else sorted(set(alphabet))
         self.itos = chars + list(specials) if specials_last else list(specials) + chars
         self.merges, self.bpe, base = list(merges or []), merges is not None, len(self.itos)
@@ -197,20 +197,26 @@ class _Tokenizer:
         self.pad, self.bos, self.eos, self.unk = range(4) if fixed_ids else (self.stoi[s] for s in SPECIALS)
         self.o = {"crash": False, "keep": False, "unk_text": UNK_CHAR, "no_eos": False, "wrap": False,
                   "joiner": "", "encoding": {}, **knobs}  # `encoding`: the knobs of the `_encode` it uses
+        # frozen: encode and decode read copies made here, not the attributes as they are when called
+        self._at_init = (dict(self.stoi), list(self.itos), self.vocab_size) if frozen else None
+
+    def _lookups(self) -> tuple[dict[str, int], list[str], int]:
+        return self._at_init or (self.stoi, self.itos, self.vocab_size)
 
     def encode(self, text: str, add_special: bool = False) -> list[int]:
         pieces = _encode(text, self.merges, **self.o["encoding"]) if self.bpe else list(text)
-        ids = [self.stoi[p] if self.o["crash"] else self.stoi.get(p, self.unk) for p in pieces]
+        stoi = self._lookups()[0]
+        ids = [stoi[p] if self.o["crash"] else stoi.get(p, self.unk) for p in pieces]
         return [self.bos] + ids + [self.eos] * (not self.o["no_eos"]) if add_special else ids
 
     def decode(self, ids: list[int]) -> str:
         out = []
+        _, itos, size = self._lookups()
         for i in ids:
-            if not -self.vocab_size * self.o["wrap"] <= i < self.vocab_size:
-                raise ValueError(f"decode must reject id {i}: ids lie in 0..vocab_size-1 = "
-                                 f"0..{self.vocab_size - 1}")
+            if not -size * self.o["wrap"] <= i < size:
+                raise ValueError(f"decode must reject id {i}: ids lie in 0..vocab_size-1 = 0..{size - 1}")
             if self.o["keep"] or i not in (self.pad, self.bos, self.eos):
-                out.append(self.o["unk_text"] if i == self.unk else self.itos[i])
+                out.append(self.o["unk_text"] if i == self.unk else itos[i])
         return self.o["joiner"].join(out)
 
     @staticmethod

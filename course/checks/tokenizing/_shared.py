@@ -110,7 +110,10 @@ def _tok(args: tuple, op: str, arg: Any = None, add: bool = False, note: str = "
              else f"merges {args[0]!s:.60}, alphabet {args[1]!r:.40}")
     kwargs = {} if specials == SPECIALS else {"specials": specials}
     what = {"vocab": "the vocabulary", "encode": f"encode {arg!r:.40}", "decode": f"decode {arg}",
-            "roundtrip": f"decode(encode({arg!r:.40}))"}[op] + (" with add_special=True" if add else "")
+            "roundtrip": f"decode(encode({arg!r:.40}))",
+            "extend": f"{arg[0]!r} added to itos, stoi and vocab_size after construction, then encode "
+                      f"{arg[1]!r:.30} and decode its ids and {arg[0]!r}'s" if op == "extend" else ""}[op]
+    what += " with add_special=True" if add else ""
     arg = ("vocab_size", "itos", "stoi") + ("merges",) * (len(args) == 2) if op == "vocab" else arg
     return Case(f"{where}{', specials ' + str(specials) if kwargs else ''}: {what}{note}", args, kwargs,
                 {"op": (op, arg, add)})
@@ -210,6 +213,8 @@ _TOKENIZER_MISTAKES = [  # (tokenizers: c(har), b(pe); operations: v(ocab), e(nc
      {"crash": True}),
     ("c", "ved", "Is your vocabulary in order of first appearance? Sort the characters.",
      {"appearance": True}),
+    ("c", "d", "Do encode and decode use copies made in __init__? Read self.itos, self.stoi and self.vocab_size "
+                "when called: a subclass (1.5) adds tokens to them after your __init__ has run.", {"frozen": True}),
     *(("b", "e", f"Your bpe_encode does not replay the merges in learned order: {_FIX_ENCODE}",
        {"encoding": {"order": o}}) for o in ("reversed", "sorted", "frequent", "scan")),
     ("b", "ed", f"Your bpe_encode loses whitespace (text.split()): {_FIX_ENCODE}",

@@ -18,7 +18,8 @@ _CASES = {  # check: (visible cases, more hidden ones), as arguments of _tok
     "char_decode": ([(_HW, "decode", [1, 7, 6, 8, 8, 9, 2]),
                      (_HW, "decode", [0, 7, 9, 11, 3, 0], False, " (<pad>, <unk>)"),
                      (_HW, "roundtrip", "world hello"), (_HW, "decode", [7, -1], False, " (a negative id)"),
-                     (_HW, "decode", [0, 1, 7, 2, 3], False, " (the specials in another order)", _SHUFFLED)],
+                     (_HW, "decode", [0, 1, 7, 2, 3], False, " (the specials in another order)", _SHUFFLED),
+                     (_HW, "extend", ("z", "hello wz"))],
                     [(_HW, "decode", [5, 12], False, " (one past the last id)")]),
 }
 _CHAR_HINT = ("Check the contract: specials first, then sorted(set(corpus)); unknown characters -> <unk>; "
