@@ -202,3 +202,24 @@ class ModernLM(nn.Module):
             x, cache = layer(x, cache)
             new.append(cache)
         return self.output(self.norm(x)), new
+
+
+def model_costs(config: ModernConfig, context: int, batch: int = 1, bytes_per_value: int = 2) -> dict[str, int]:
+    """What a ModernLM of `config` costs, from the configuration alone: its parameters (a tied weight
+    once), the bytes of its weights, of AdamW's float32 m and v, and of the KV cache of `batch`
+    sequences of `context` tokens, and its training FLOPs per token, 6 N + 12 L context d_model
+    (N: every parameter but an untied input embedding)."""
+    c = config
+    kv_width = c.num_kv_heads * (c.d_model // c.num_heads)  # what W_k and W_v project to
+    per_layer = (2 * c.d_model                              # the gains of norm1 and norm2
+                 + 2 * c.d_model * c.d_model                # W_q and W_o
+                 + 2 * c.d_model * kv_width                 # W_k and W_v
+                 + 3 * c.d_model * c.d_ff)                  # w_gate, w_up and w_down
+    embedding = c.vocab_size * c.d_model
+    parameters = embedding * (1 if c.tie_embeddings else 2) + c.num_layers * per_layer + c.d_model
+    multiplied = parameters - (0 if c.tie_embeddings else embedding)  # an untied input embedding is a lookup
+    return {"parameters": parameters,
+            "weight_bytes": parameters * bytes_per_value,
+            "adamw_bytes": 8 * parameters,
+            "kv_cache_bytes": 2 * c.num_layers * kv_width * context * batch * bytes_per_value,
+            "train_flops_per_token": 6 * multiplied + 12 * c.num_layers * context * c.d_model}

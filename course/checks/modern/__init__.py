@@ -12,4 +12,5 @@ from . import (  # noqa: F401, I001  (each module registers its checks, in the n
     attention,
     optim,
     model,
+    costs,
 )

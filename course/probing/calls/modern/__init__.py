@@ -7,4 +7,5 @@ from . import (  # noqa: F401, I001  (each module registers its probes)
     attention,
     optim,
     model,
+    costs,
 )

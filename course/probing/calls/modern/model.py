@@ -10,6 +10,7 @@ weight under both its names; `_lm_facts` (run by the judge) counts it once.
 from __future__ import annotations
 
 import sys
+import types
 from types import SimpleNamespace
 from typing import Any
 
@@ -57,10 +58,11 @@ _ON_LAYERS = dict(builds_on=("ModernDecoderLayer", "RMSNorm"), answer="ModernLM"
 # (lm_cache only). lm_parameters: config only.
 
 def config_of(cls: Any, fields: dict) -> Any:
-    """ModernConfig(**fields), the class found beside the student's ModernLM."""
+    """ModernConfig(**fields), the class found beside the student's ModernLM (or model_costs, 11.8)."""
     make = getattr(sys.modules.get(getattr(cls, "__module__", ""), None), "ModernConfig", None)
     if make is None:
-        make = getattr(getattr(cls, "__init__", None), "__globals__", {}).get("ModernConfig")
+        owner = cls if isinstance(cls, types.FunctionType) else getattr(cls, "__init__", None)
+        make = getattr(owner, "__globals__", {}).get("ModernConfig")
     return SimpleNamespace(**fields) if make is None else make(**fields)
 
 
