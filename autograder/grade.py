@@ -251,7 +251,8 @@ def grade(submissions: Path, out: Path, use_sandbox: bool = True, secret: Path |
     submissions, out = submissions.resolve(), out.resolve()  # nbgrader runs elsewhere: no relative paths
     source = "--secret" if secret else f"${SECRET_ENV}" if os.environ.get(SECRET_ENV) else "the default place"
     secret = course_secret(None if secret is None else secret.resolve())
-    print(f"grading secret: {secret} (from {source}); every regrade of this class needs the same one")
+    made = dt.datetime.fromtimestamp(secret.stat().st_mtime, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"grading secret: {secret} (from {source}, made {made}); every regrade of this class needs the same one")
     out.mkdir(parents=True, exist_ok=True)
     found, warnings = discover(submissions)
     add_names(out / NAMES, read_names(submissions / NAMES))  # for export: the names collect read

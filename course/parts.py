@@ -58,7 +58,9 @@ class Parts:
         try:
             return self.__dict__["objects"][name]
         except KeyError:
-            raise AttributeError(name) from None
+            yours = self.__dict__.get("reasons", {}).get(name)  # a learner's piece that was not used, and why
+            raise AttributeError(name if name not in PIECES else unpublished(name) + (f" (Yours: {yours}.)" if yours
+                                                                                      else "")) from None
 
     def owner(self, name: str) -> str:
         return self.owners.get(name, "reference")
@@ -70,7 +72,27 @@ class Parts:
                          for name in self.objects)
 
 
+def unpublished(name: str) -> str:
+    """Why a piece is missing: its chapter's answers are not in this copy of the course (yet)."""
+    topic = PIECES[name]
+    return (f"{name} is an answer of the chapter on {topic.replace('_', ' ')} (course/reference/{topic}.py), which "
+            f"this copy of the course does not hold yet: a student edition publishes a chapter's answers once it is "
+            f"due. Until then, run this with your own {name} (course.learner: collect your notebooks, then "
+            f"learner_parts), or again after that due date.")
+
+
 def reference_parts() -> Parts:
-    """Every piece from the course's reference answers."""
-    return Parts({name: getattr(importlib.import_module(f"course.reference.{topic}"), name)
-                  for name, topic in PIECES.items()})
+    """Every piece from the course's reference answers that this copy of the course holds: in a student
+    edition, a chapter not yet due has no answers, or a stand-in of a few (`course.standins`); asking the
+    result for a missing piece says so (`unpublished`)."""
+    objects = {}
+    for name, topic in PIECES.items():
+        try:
+            module = importlib.import_module(f"course.reference.{topic}")
+        except ModuleNotFoundError as err:
+            if err.name != f"course.reference.{topic}":
+                raise
+            continue
+        if hasattr(module, name):
+            objects[name] = getattr(module, name)
+    return Parts(objects)

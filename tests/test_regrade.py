@@ -182,8 +182,8 @@ def test_grading_the_same_class_into_two_folders_gives_the_same_grades(tmp_path)
     second = _grade(subs, tmp_path / "out2", "--secret", str(secret), env=env)
     assert "grading secret" not in second.stderr
     # every run says which secret it used, and where it was told of it
-    assert f"grading secret: {secret} (from ${SECRET_ENV})" in first.stdout
-    assert f"grading secret: {secret} (from --secret)" in second.stdout
+    assert f"grading secret: {secret} (from ${SECRET_ENV}, made " in first.stdout
+    assert f"grading secret: {secret} (from --secret, made " in second.stdout
 
     grades = (tmp_path / "out1" / "grades.csv").read_text()
     assert grades.count(",graded") == len(students), grades  # every notebook graded, not failed alike

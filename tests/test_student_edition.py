@@ -370,3 +370,16 @@ def test_every_module_a_notebook_imports_is_in_the_edition_at_every_point_of_the
         failed.update({f"{when:%Y-%m-%d}, {name}": why for name, why in json.loads(proc.stdout).items()})
         shutil.rmtree(dest)
     assert failed == {}
+
+
+def test_a_piece_of_a_chapter_not_yet_due_says_so(built, tmp_path):
+    """Early in the term chapter 10's model needs chapter 8's Decoder, which the edition does not hold yet:
+    building it says which chapter's answer is missing and what to do, not a bare ModuleNotFoundError."""
+    dest, _ = built
+    probe = ("from course.models import DecoderLM, DecoderLMConfig\n"
+             "try:\n    DecoderLM(DecoderLMConfig(vocab_size=10))\n"
+             "except AttributeError as err:\n    print(err)\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(dest)},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Decoder is an answer of the chapter on decoder" in out.stdout and "once it is due" in out.stdout
