@@ -139,3 +139,28 @@ def test_adamw_step_takes_a_closure_that_computes_the_loss_and_its_gradients():
     plain.step()
     assert loss is not None and loss.item() > 0
     assert torch.equal(w, twin)
+
+
+def test_the_chapters_table_of_runs_is_the_record():
+    """Chapter 11's table of final validation losses (and differences from the modern model at the same
+    seed) reads, digit for digit, what course/runs/modern_vs_gpt_cpu.json records."""
+    import re
+
+    import nbformat
+
+    from course.figures import paired_differences
+    from course.runs import load
+
+    record = load("modern_vs_gpt_cpu")
+    final: dict[str, dict[int, float]] = {}
+    for key, run in record["runs"].items():
+        final.setdefault(key.split(" seed ")[0], {})[run["seed"]] = run["final_val"]
+    differences = paired_differences(record)
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "solutions/11_modern/11_modern.ipynb", as_version=4)
+    table = next(c.source for c in nb.cells if c.cell_type == "markdown" and "| variant | seed 1337" in c.source)
+    rows = {m[1]: m[2] for m in re.finditer(r"^\| `(\w+)` \| (.*) \|$", table, re.M)}
+    assert set(rows) == set(final)
+    for variant, text in rows.items():
+        want = [f"{final[variant][s]:.3f}" + ("" if variant == "modern" else f" ({differences[variant][s]:+.3f})")
+                for s in (1337, 1, 2)]
+        assert text.split(" | ") == want, variant
