@@ -35,7 +35,8 @@ from .judge import graded_calls, judge_cell
 
 #: what a WAIT line says
 WAIT_NOTE = ("this exercise runs your earlier pieces, and an exercise above fails: fix that one first. "
-             "The grader judges this one on what it adds, with the earlier answers in place of yours.")
+             "The grader judges this one on what it adds: it runs the course's answer to this exercise on what "
+             "your earlier pieces returned, so a mistake up there costs points only up there.")
 
 
 def _run_recording(nb: nbformat.NotebookNode, folder: Path, probe: Path, timeout: int) -> None:

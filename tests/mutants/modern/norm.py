@@ -29,8 +29,6 @@ MUTANTS = [
            hint="Did you ignore the eps argument?"),
     Mutant("RMSNorm: float16 computed in float16", NORM, ((_UP, "h = x"),), T,
            hint="Did you compute in half precision?"),
-    Mutant("RMSNorm: bfloat16 computed in bfloat16", NORM,
-           ((_UP, "h = x.float() if x.dtype == torch.float16 else x"),), T, hint="Did you compute in half precision?"),
     Mutant("RMSNorm: every dtype computed in float32", NORM, ((_UP, "h = x.float()"),), T,
            hint="Did you compute a float64 input in float32?"),
     Mutant("RMSNorm: a bias", NORM, ((_GAIN, _GAIN + "\n        self.bias = nn.Parameter(torch.zeros(d_model))"),),
