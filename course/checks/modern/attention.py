@@ -39,13 +39,15 @@ def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
 
 def gqa_step(w: dict[str, torch.Tensor], x: torch.Tensor, cache: Cache, h: int, g: int, base: float, *,
              rotate_v: bool = False, positions: str = "offset", repeat: str = "interleave", mask: str = "causal",
-             cached_keys: str = "rotated", returns: str = "old then new") -> tuple[torch.Tensor, Cache]:
+             cached_keys: str = "rotated", returns: str = "old then new",
+             scale: str = "d_head") -> tuple[torch.Tensor, Cache]:
     """One call of grouped-query attention in float64: (out (b, n, d_model), new cache). w: W_q, W_k, W_v,
     W_o weights by name; cache (k, v) each (b, g, t, d_head) or None. Knobs (mistakes): rotate_v, positions
     ('offset', 'from zero'), repeat ('interleave', 'tile': head j gets key/value head j % g), mask ('causal',
     'none', 'top-left': PyTorch's is_causal, not shifted by t), cached_keys ('rotated', 'raw', 'rotated again':
     the raw keys appended to the cache, then all rotated at 0 .. t + n - 1, the cached ones a second time), returns
-    ('old then new', 'given': the cache passed in, 'new only')."""
+    ('old then new', 'given': the cache passed in, 'new only', 'repeated': old then new with each key/value head
+    repeated for its query heads), scale ('d_head', 'd_model': scores divided by sqrt(d_model))."""
     x = x.double()
     n = x.shape[1]
     t = 0 if cache is None else cache[0].shape[2]
@@ -62,14 +64,16 @@ def gqa_step(w: dict[str, torch.Tensor], x: torch.Tensor, cache: Cache, h: int, 
             keys = rotate(raw, torch.arange(t + n), base)
     allowed = {"causal": torch.ones(n, t + n, dtype=torch.bool).tril(diagonal=t), "none": None,
                "top-left": torch.ones(n, t + n, dtype=torch.bool).tril()}[mask]
+    by = 1 / math.sqrt(x.shape[-1] if scale == "d_model" else q.shape[-1])
     if repeat == "tile":
         heads = F.scaled_dot_product_attention(q, keys.repeat(1, h // g, 1, 1), values.repeat(1, h // g, 1, 1),
-                                               attn_mask=allowed)
+                                               attn_mask=allowed, scale=by)
     else:
-        heads = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed, enable_gqa=True)
+        heads = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed, enable_gqa=True, scale=by)
     out = heads.transpose(1, 2).flatten(2) @ w["W_o.weight"].double().T
     new = {"old then new": (raw if cached_keys == "raw" else keys, values), "given": cache,
-           "new only": (k, v)}[returns]
+           "new only": (k, v), "repeated": (keys.repeat_interleave(h // g, 1), values.repeat_interleave(h // g, 1))
+           }[returns]
     return out, new
 
 
@@ -190,6 +194,12 @@ _MISTAKES = [
             "first: torch.cat([cache[0], k], dim=2).", variant(_gqa, returns="new only")),
     Mistake("Did you ignore rope_base? The rotation's frequencies are rope_base ** (-2i / d_head).",
             variant(_gqa, base_ignored=True)),
+    Mistake("Did you cache the key/value heads after repeating them? The cache holds the num_kv_heads heads, "
+            "(batch, num_kv_heads, t + n, d_head) each: repeat them for the query heads only to attend.",
+            variant(_gqa, returns="repeated")),
+    Mistake("Did you divide the scores by sqrt(d_model)? Each head's scores are divided by sqrt(d_head), the width "
+            "of its queries and keys (chapter 4's scaled_dot_product_attention does it).",
+            variant(_gqa, scale="d_model")),
 ]
 _HINT = ("forward(x, cache=None) returns (W_o(merge_heads(attention)), (k, v)): q, k, v from W_q, W_k, W_v "
          "(split into num_heads and num_kv_heads heads), q and k rotated at positions t .. t + n - 1 (t cached), "

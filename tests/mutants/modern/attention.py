@@ -67,4 +67,9 @@ MUTANTS = [
     Mutant("the cache passed in emptied in place", GQA,
            ((_CAT, _CAT + _N + "cache[0].zero_(), cache[1].zero_()  # no longer needed"),), T,
            hint="the cache passed in, after the call"),
+    Mutant("GQA: the repeated heads cached", GQA, ((_RET, "return self.W_o(merge_heads(heads)), (k_all, v_all)"),), T,
+           hint="Did you cache the key/value heads after repeating them?"),
+    Mutant("GQA: scores divided by sqrt(d_model)", GQA,
+           ((_ATT, "heads = torch.softmax(q @ k_all.transpose(-2, -1) / x.shape[-1] ** 0.5 + mask, dim=-1) @ v_all"),),
+           T, hint="Did you divide the scores by sqrt(d_model)?"),
 ]
