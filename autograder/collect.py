@@ -63,6 +63,7 @@ from .schedule import load_schedule
 
 # Canvas: <name>_[late_]<user id>_<submission id>_<the student's file name>
 CANVAS = re.compile(r"^[^/_]+_(?:late_)?(\d+)_\d+_(.+\.ipynb)$", re.I)
+CANVAS_ANY = re.compile(r"^[^/_]+_(?:late_)?(\d+)_\d+_.+$")  # any file Canvas named for a student
 # Moodle's folder of one submission: <Full Name>_<id>_assignsubmission_<plugin>_ (plugin: file, onlinetext, ...)
 MOODLE = re.compile(r"^.+_(\d+)_assignsubmission_([a-z0-9]+)_?$")
 # Moodle's flat download: <Full Name>_<id>_assignsubmission_<plugin>_<the student's file name>; Moodle
@@ -230,7 +231,18 @@ def collect(archive: Path, chapter: str, into: Path, timezone: str | None = None
             if other := other_chapter(info.filename, chapter):
                 print(f"  warning: {student}'s notebook is named after chapter {other}, not {chapter}: "
                       f"is this {chapter}'s archive, and the student's right notebook?")
-    names = {s: lms_name(inside(i, top).parts[0]) for s, i in chosen.items()}
+        # a student the LMS listed (a folder or file named for them) whose entries hold no notebook to grade
+        listed: dict[str, list[str]] = {}
+        names: dict[str, str] = {}
+        for info in members:
+            path = inside(info, top)
+            if path.parts and (owner := lms_owner(path.parts[0])) is not None and not info.is_dir():
+                listed.setdefault(owner, []).append(info.filename)
+                names.setdefault(owner, lms_name(path.parts[0]))
+        for student in sorted(set(listed) - set(chosen)):
+            held = listed[student]
+            print(f"{student}: no notebook in the archive, so nothing to grade for {chapter} ({len(held)} other "
+                  f"file(s): {', '.join(held[:2])}{', ...' if len(held) > 2 else ''})")
     if any(names.values()):
         add_names(into / NAMES, names)
         print(f"names of {sum(map(bool, names.values()))} student(s), as the LMS wrote them, kept in "
@@ -238,12 +250,19 @@ def collect(archive: Path, chapter: str, into: Path, timezone: str | None = None
     return {s: i.filename for s, i in chosen.items()}
 
 
+def lms_owner(top: str) -> str | None:
+    """The student id an LMS put in a top-level entry's name, whatever the entry holds (a Moodle folder of
+    any submission type, a Moodle or Canvas file); None for a name no LMS made."""
+    m = MOODLE.match(top) or MOODLE_FILE.match(top) or CANVAS_ANY.match(top)
+    return m.group(1) if m else None
+
+
 def lms_name(top: str) -> str:
     """The name an LMS gave a student in the top-level entry it made for them: Moodle's full name
     (``Alice Smith_1001_assignsubmission_file_``), Canvas's (``smithalice_1001_...``); "" for others."""
     if (m := MOODLE.match(top)) or (m := MOODLE_FILE.match(top)):
         return top[:m.start(1) - 1]
-    return top.split("_", 1)[0] if CANVAS.match(top) else ""
+    return top.split("_", 1)[0] if CANVAS_ANY.match(top) else ""
 
 
 def read_names(path: Path) -> dict[str, str]:

@@ -295,3 +295,19 @@ def test_the_names_the_lms_wrote_are_kept_for_export(tmp_path, capsys):
     assert "names of 2 student(s), as the LMS wrote them, kept in" in capsys.readouterr().out
     collect(_zip(tmp_path / "b.zip", [("smithalice_1001_77_02_embedding.ipynb", NB, OLD)]), "02_embedding", subs)
     assert collect_module.read_names(subs / collect_module.NAMES) == {"1001": "smithalice", "1002": "Bob Jones"}
+
+
+def test_a_student_the_archive_lists_without_a_notebook_is_reported(tmp_path, capsys):
+    """Moodle's online-text folder (or a Canvas file that is no notebook) holds nothing to grade: collect says
+    so for that student, instead of leaving them out in silence, and keeps their name."""
+    subs = tmp_path / "subs"
+    collect(_zip(tmp_path / "a.zip", [
+        ("Alice Smith_1001_assignsubmission_file_/01_tokenizing.ipynb", NB, OLD),
+        ("Frank Moore_1006_assignsubmission_onlinetext_/onlinetext.html", b"<p>see attached</p>", OLD),
+        ("smithbob_1002_55_notes.pdf", b"%PDF", OLD)]), "01_tokenizing", subs)
+    said = capsys.readouterr().out
+    assert ("1006: no notebook in the archive, so nothing to grade for 01_tokenizing (1 other file(s): "
+            "Frank Moore_1006_assignsubmission_onlinetext_/onlinetext.html)") in said
+    assert "1002: no notebook in the archive" in said and "1001: no notebook" not in said
+    assert collect_module.read_names(subs / collect_module.NAMES) == {"1001": "Alice Smith", "1006": "Frank Moore",
+                                                                     "1002": "smithbob"}
