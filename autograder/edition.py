@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -45,7 +47,8 @@ import nbformat
 import yaml
 
 from course import standins
-from course.cells import SOLUTION_BEGIN, is_answer_cell, is_exported, without_solution_markers
+from course.cells import SOLUTION_BEGIN, imports, is_answer_cell, is_exported, without_solution_markers
+from course.parts import PIECES
 from course.protocol import HIDDEN_BEGIN
 
 from .chapters import REFERENCE, ROOT, Chapter, all_chapters, oracle_files
@@ -87,6 +90,32 @@ def _tracked() -> set[Path] | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return {ROOT / p for p in proc.stdout.decode().split("\0") if p}
+
+
+def waiting(chapters: list[Chapter], not_due: list[Chapter]) -> dict[str, str]:
+    """{chapter id: the pieces (`course.parts.PIECES`) of earlier chapters not yet due, with no stand-in, that the
+    `course` modules its notebook imports ask `parts` for, by chapter}: the cells that wait for those due dates."""
+    by_topic = {ch.topic: ch for ch in not_due}
+    stood_in = {topic: set(importlib.import_module(f"course.standins.{topic}").__all__) for topic in standins.topics()}
+    out = {}
+    for ch in chapters:
+        if not ch.student.is_file():
+            continue
+        modules = {m for cell in nbformat.read(ch.student, as_version=4).cells if cell.cell_type == "code"
+                   for m, _ in imports(cell.source) if m.startswith("course.")}
+        used = set()
+        for module in modules:
+            spec = importlib.util.find_spec(module)
+            if spec is not None and spec.origin and spec.origin.endswith(".py"):
+                used |= set(re.findall(r"\bparts\.(\w+)", Path(spec.origin).read_text()))
+        missing: dict[str, list[str]] = {}
+        for piece in sorted(used & set(PIECES)):
+            topic = PIECES[piece]
+            if topic in by_topic and by_topic[topic].number < ch.number and piece not in stood_in.get(topic, ()):
+                missing.setdefault(by_topic[topic].id, []).append(piece)
+        if missing:
+            out[ch.id] = "; ".join(f"{', '.join(names)} ({chapter})" for chapter, names in sorted(missing.items()))
+    return out
 
 
 def published_files(due: set[str]) -> list[Path]:
@@ -213,6 +242,9 @@ def build_edition(dest: Path, now: dt.datetime | None = None, url: str | None = 
         (dest / ch.reference_module.relative_to(ROOT)).write_text(standins.shim(ch.topic))
     if shims:
         print(f"stand-ins (no answers, on PyTorch's own functions) for {', '.join(ch.id for ch in shims)}")
+    for ch, pieces in waiting(chapters, not_due).items():
+        print(f"{ch}: its notebook's library uses {pieces}, which this edition does not hold (no stand-in): until "
+              "those chapters are due, those cells say so, and run with the student's own pieces (course.learner)")
     (dest / "README.md").write_text(student_readme((ROOT / "README.md").read_text()))
     (dest / "_config.yml").write_text(_config((ROOT / "_config.yml").read_text(), url, not_due))
     (dest / "schedule.yml").write_text(_public_schedule(schedule))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import ast
 
 import nbformat
 
-from course.cells import SOLUTION_BEGIN, checks_in_source, hidden_code, is_answer_cell
+from course.cells import SOLUTION_BEGIN, checks_in_source, hidden_code, imports, is_answer_cell
 from course.checks.framework import CheckUnavailable, get_check
 
 from .chapters import Chapter, repository_url
@@ -47,18 +46,8 @@ def lint_solution(ch: Chapter) -> list[str]:
 
 def trusted_imports(source: str) -> list[str]:
     """What a cell imports from `course.checks` besides its `check` (the public entry point)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.startswith("course.checks")]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course.checks"):
-            found += [f"{node.module}.{a.name}" for a in node.names
-                      if (node.module, a.name) != ("course.checks", "check")]
-    return sorted(set(found))
+    return sorted({module if name is None else f"{module}.{name}" for module, name in imports(source)
+                   if module.startswith("course.checks") and (module, name) != ("course.checks", "check")})
 
 
 def _lint_test_cell(where: str, cell, meta: dict, topic: str) -> list[str]:

@@ -181,6 +181,22 @@ def exported_code(nb: Mapping[str, Any]) -> str:
     return "\n\n\n".join(b for b in blocks if b) + "\n"
 
 
+def imports(source: str) -> list[tuple[str, str | None]]:
+    """What a cell's code imports, in order: ``(module, None)`` for ``import module`` and ``(module, name)``
+    for ``from module import name``; nothing for a cell that is not Python (a magic, a syntax error)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found += [(node.module, a.name) for a in node.names]
+    return found
+
+
 def _root(node: ast.expr) -> str | None:
     """The name an attribute chain starts from (``torch`` for ``torch.nn.functional``)."""
     while isinstance(node, ast.Attribute):

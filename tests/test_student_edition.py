@@ -20,6 +20,7 @@ from autograder.chapters import ROOT, all_chapters, get_chapter
 from autograder.release import exported_code
 from autograder.schedule import Schedule
 from course import standins
+from course.cells import imports
 
 UTC = dt.timezone.utc
 ANSWER = re.compile(r"### BEGIN SOLUTION\n(.*?)\n[ \t]*### END SOLUTION", re.DOTALL)
@@ -336,20 +337,8 @@ print(json.dumps(failed))
 
 def notebook_imports(ch) -> list[str]:
     """The `course` modules a chapter's released notebook imports, demonstrations included."""
-    import ast
-
-    found = set()
-    for cell in nbformat.read(ch.student, as_version=4).cells:
-        try:
-            tree = ast.parse(cell.source) if cell.cell_type == "code" else None
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree) if tree else ():
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course"):
-                found.add(node.module)
-            elif isinstance(node, ast.Import):
-                found.update(a.name for a in node.names if a.name.startswith("course"))
-    return sorted(found)
+    return sorted({module for cell in nbformat.read(ch.student, as_version=4).cells if cell.cell_type == "code"
+                   for module, _ in imports(cell.source) if module.startswith("course")})
 
 
 def test_every_module_a_notebook_imports_is_in_the_edition_at_every_point_of_the_term(tmp_path):
@@ -383,3 +372,17 @@ def test_a_piece_of_a_chapter_not_yet_due_says_so(built, tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Decoder is an answer of the chapter on decoder" in out.stdout and "once it is due" in out.stdout
+
+
+def test_the_edition_names_the_cells_that_wait_for_a_chapter_without_stand_in(tmp_path, capsys):
+    """Before any due date, chapter 10's library asks for chapter 8's and 9's pieces and chapter 11's for
+    chapter 10's, which have no stand-in: `edition` names them, chapter by chapter; once chapter 10 is due,
+    nothing waits."""
+    edition.build_edition(tmp_path / "early", START - dt.timedelta(days=1), schedule=SCHEDULE)
+    said = capsys.readouterr().out
+    assert ("10_training: its notebook's library uses Decoder, Transformer, causal_mask (08_decoder); "
+            "OutputProjection, beam_search, greedy_decode (09_decoding), which this edition does not hold") in said
+    assert "11_modern: its notebook's library uses cross_entropy, evaluate, lr_at, train_step (10_training)" in said
+    late = SCHEDULE.due[CHAPTERS[10].id] + dt.timedelta(hours=1)
+    edition.build_edition(tmp_path / "late", late, schedule=SCHEDULE)
+    assert "does not hold" not in capsys.readouterr().out
