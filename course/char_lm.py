@@ -89,7 +89,7 @@ def build(config: CharLMConfig, vocab_size: int, parts: Parts | None = None) -> 
     reference pieces), initialised from config.train.seed (the same on every rank)."""
     torch.manual_seed(config.train.seed)
     model = DecoderLM(replace(config.model, vocab_size=vocab_size), parts=parts)
-    return use_fused_kernels(model) if config.fused else model
+    return use_fused_kernels(model, causal=True) if config.fused else model  # a decoder-only model: causal masks
 
 
 def train_char_lm(config: CharLMConfig, corpus: CharCorpus, *, samples: int = 0, sample_length: int = 300,

@@ -174,11 +174,14 @@ def _is_causal(mask: torch.Tensor) -> bool:
 
 
 def _fused_forward(mha: nn.Module, query: torch.Tensor, key: torch.Tensor | None = None,
-                   value: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
+                   value: torch.Tensor | None = None, mask: torch.Tensor | None = None, *,
+                   causal: bool = False) -> tuple[torch.Tensor, None]:
     """Chapter 5's MultiHeadAttention.forward with F.scaled_dot_product_attention (one fused kernel)
     in place of chapter 4's attention: the same weights, the same output; no weights returned.
     Self-attention computes q, k and v with one matrix product (the three weights side by side),
-    and a causal mask becomes SDPA's is_causal, its fastest path."""
+    and a causal mask becomes SDPA's is_causal, its fastest path. With `causal` (a decoder-only model,
+    whose every self-attention mask is the causal one) a mask is taken as causal without comparing its
+    values: the comparison breaks a compiled graph and waits for the GPU, in every layer at every step."""
     key = key if key is not None else query        # MultiHeadAttention's defaults: self-attention
     value = value if value is not None else key
     if key is query and value is query:
@@ -189,7 +192,7 @@ def _fused_forward(mha: nn.Module, query: torch.Tensor, key: torch.Tensor | None
         q = split_heads(mha.W_q(query), mha.num_heads)   # (batch, h, n_q, d_head)
         k = split_heads(mha.W_k(key), mha.num_heads)     # (batch, h, n_k, d_head)
         v = split_heads(mha.W_v(value), mha.num_heads)   # (batch, h, n_k, d_head)
-    if mask is not None and _is_causal(mask):
+    if mask is not None and (causal or _is_causal(mask)):
         heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     else:
         if mask is not None:
@@ -203,17 +206,18 @@ def _fused_layer_norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, norm.gamma.shape, norm.gamma, norm.beta, norm.eps)
 
 
-def use_fused_kernels(model: nn.Module, enabled: bool = True) -> nn.Module:
+def use_fused_kernels(model: nn.Module, enabled: bool = True, causal: bool = False) -> nn.Module:
     """Make `model` use PyTorch's fused kernels with its own weights: F.scaled_dot_product_attention in
     every self-attention module (chapter 5's MultiHeadAttention, or any module with W_q, W_k, W_v,
     W_o and num_heads) and F.layer_norm in every LayerNorm (chapter 6's, any module with gamma,
     beta and eps). enabled=False restores the course's pieces. Cross-attention modules (named
     ``cross_attn``) keep the course's attention, so DecoderLayer.cross_weights stays available for
-    plots. Returns `model`."""
+    plots. `causal`: every self-attention mask the model is given is the causal one (`_fused_forward`).
+    Returns `model`."""
     for name, module in model.named_modules():
         if all(hasattr(module, a) for a in ("W_q", "W_k", "W_v", "W_o", "num_heads")) \
                 and not name.endswith("cross_attn"):
-            fused = partial(_fused_forward, module)
+            fused = partial(_fused_forward, module, causal=causal)
         elif all(hasattr(module, a) for a in ("gamma", "beta", "eps")):
             fused = partial(_fused_layer_norm, module)
         else:

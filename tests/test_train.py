@@ -231,6 +231,8 @@ def test_fused_kernels_give_the_course_pieces_results():
     assert "forward" in vars(layer.self_attn) and "forward" in vars(layer.norm1)      # really swapped
     assert use_fused_kernels(lm, enabled=False)(ids).equal(expected)
     assert "forward" not in vars(layer.self_attn)
+    torch.testing.assert_close(use_fused_kernels(lm, causal=True)(ids), expected, rtol=1e-4, atol=1e-5)
+    use_fused_kernels(lm, enabled=False)
 
     model = Seq2SeqModel(Seq2SeqConfig(src_vocab=15, tgt_vocab=17, d_model=32, num_heads=4, num_encoder_layers=1,
                                        num_decoder_layers=2, d_ff=64)).eval()
@@ -384,3 +386,19 @@ def test_every_accepted_reading_of_a_contract_keeps_full_marks(accepted):
         for seed in (None, 11):
             failed = [text for ok, text in verdicts(cells_of(ch)[gid], module, seed) if not ok]
             assert not failed, f"{accepted.name}: {gid} lost points on seed {seed}:\n" + "\n".join(failed)
+
+
+def test_a_causal_model_takes_sdpas_causal_path_without_comparing_its_mask(monkeypatch):
+    """use_fused_kernels(model, causal=True), as the char LM uses it: no comparison of the mask's values
+    (it breaks a compiled graph and waits for the GPU in every layer), the same logits."""
+    import course.models as models
+
+    torch.manual_seed(0)
+    lm = DecoderLM(DecoderLMConfig(20, d_model=32, num_heads=4, num_layers=2, d_ff=64, max_len=24)).eval()
+    ids = torch.randint(20, (2, 24))
+    expected = lm(ids)
+
+    def compared(mask):
+        raise AssertionError("the mask was compared")
+    monkeypatch.setattr(models, "_is_causal", compared)
+    torch.testing.assert_close(use_fused_kernels(lm, causal=True)(ids), expected, rtol=1e-4, atol=1e-5)
