@@ -273,3 +273,25 @@ def encode_iterable(encode: Callable[[str], list[int]], chunks: Iterable[str]) -
         pending = words[-1] if words else ""
     if pending:
         yield from encode(pending)
+
+
+def bpe_encode_fast(text: str, merges: list[tuple[str, str]]) -> list[str]:
+    """bpe_encode's tokens, GPT-2's way: on each distinct word, merge the adjacent pair of the lowest rank
+    (its index in `merges`) until no adjacent pair has a rank."""
+    rank = {pair: i for i, pair in enumerate(merges)}
+    tokens_of: dict[str, list[str]] = {}  # each distinct word is encoded once
+    result: list[str] = []
+    for word in pretokenize(text):
+        if word not in tokens_of:
+            tokens = list(word)
+            while len(tokens) > 1:
+                best = min(zip(tokens, tokens[1:]), key=lambda pair: rank.get(pair, len(merges)))
+                if best not in rank:  # no adjacent pair has a rank: the word is done
+                    break
+                length = len(tokens)
+                tokens = merge_pair(tokens, best)
+                if len(tokens) == length:  # nothing merged (a wrong merge_pair): stop rather than loop
+                    break
+            tokens_of[word] = tokens
+        result.extend(tokens_of[word])
+    return result

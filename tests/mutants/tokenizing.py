@@ -5,6 +5,7 @@ CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT, STREAM = (
     "split-specials", "encode-iterable")
 T_CHAR, T_MERGE, T_TRAIN, T_ENCODE, T_BPE, T_BYTE, T_FAST, T_SPLIT, T_STREAM = (
     f"test-{c}" for c in (CHAR, MERGE, TRAIN, ENCODE, BPE, BYTE, FAST, SPLIT, STREAM))
+RANKED, T_RANKED = "bpe-encode-fast", "test-bpe-encode-fast"
 
 _SPECIALS_FIRST = "Did you put the special tokens after the other tokens?"
 _HARD_CODED = "Did you hard-code the ids of the special tokens as 0..3?"
@@ -305,4 +306,16 @@ MUTANTS = [
              "    specials.sort(key=len, reverse=True)  # longest first\n"
              "    pattern = \"|\".join(re.escape(special) for special in specials)"),), (T_SPLIT,),
            hint="changed its input"),
+    # --- 1.10 bpe_encode_fast: the rank loop's slips, and the work it exists to avoid
+    Mutant("ranked: the highest rank first", RANKED,
+           (("best = min(zip(tokens, tokens[1:]), key=lambda pair: rank.get(pair, len(merges)))",
+             "best = max(zip(tokens, tokens[1:]), key=lambda pair: rank.get(pair, -1))"),
+            ("if best not in rank:", "if rank.get(best, -1) < 0:")), (T_RANKED,),
+           hint="Did you merge the pair of the highest rank?"),
+    Mutant("ranked: the merges replayed (bpe_encode itself)", RANKED,
+           (("    rank = {pair: i for i, pair in enumerate(merges)}\n", "    return bpe_encode(text, merges)\n"),),
+           (T_RANKED,), hint="Did you replay every merge on every word"),
+    Mutant("ranked: every occurrence of a word encoded again", RANKED,
+           (("        if word not in tokens_of:", "        if True:"),), (T_RANKED,),
+           hint="encode each distinct word once"),
 ]

@@ -181,6 +181,19 @@ def _encode(text: str, merges: list[tuple[str, str]], *, order: str = "learned",
     return out
 
 
+def _ranked(text: str, merges: list[tuple[str, str]], *, pick: str = "lowest") -> list[str]:
+    """bpe_encode_fast GPT-2's way: on each word, merge the adjacent pair of the lowest rank (its index in
+    `merges`) while one has a rank; pick="highest" is the mistake of taking the highest."""
+    rank = {pair: i for i, pair in reversed(list(enumerate(merges)))}  # a pair learned twice keeps its first rank
+    out = []
+    for word in WORDS.findall(text):
+        toks = list(word)
+        while ranked := [rank[p] for p in zip(toks, toks[1:]) if p in rank]:
+            toks = _merge(toks, merges[min(ranked) if pick == "lowest" else max(ranked)])
+        out += toks
+    return out
+
+
 class _Tokenizer:
     """Both tokenizer classes (BPE when given merges); its knobs are those of `_TOKENIZER_MISTAKES`."""
 

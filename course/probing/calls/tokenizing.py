@@ -101,14 +101,15 @@ def processor_seconds() -> float:
 
 
 def _call_timed(fn: Any, case: Case) -> dict[str, Any]:
-    """`returned` of fn(corpus, num_merges) after one untimed warm-up call on a tiny corpus, the
+    """`returned` of fn(*case.args) (a corpus and num_merges, or a text and merges) after one untimed warm-up
+    call on tiny arguments (meta "warm_up", default ("ab ab", 1)), the
     `processor_seconds` it took, and the median of six timings
     of `count_every_pair` on the corpus's distinct words, three before the call and three after (the same
     process, the same moment: the ratio depends neither on the machine nor on its load), with Python's
     cyclic garbage collector paused."""
     words = [(list(w), f) for w, f in Counter(WORDS.findall(case.args[0])).items()]
     try:  # untimed: what only a first call pays (an import, a compiled pattern) is not the algorithm's work
-        fn("ab ab", 1)
+        fn(*case.meta.get("warm_up", ("ab ab", 1)))
     except Exception:  # the timed call below raises it again, and that is what is reported
         pass
 
@@ -176,7 +177,8 @@ RESULTS: dict[str, tuple[type, str]] = {
     "train_bpe": (tuple, "train_bpe must return a list of (str, str) tuples"),
     "train_bpe_fast": (tuple, "train_bpe_fast must return a list of (str, str) tuples"),
     "split_specials": (str, "split_specials must return a new list of str"),
-    "bpe_encode": (str, "bpe_encode must return a list of str")}
+    "bpe_encode": (str, "bpe_encode must return a list of str"),
+    "bpe_encode_fast": (str, "bpe_encode_fast must return a list of str")}
 
 
 def result_of(function: str) -> Callable[[Case, Any], Any]:
@@ -213,6 +215,19 @@ def new_list(raw: dict, args: tuple, item: type, what: str) -> Any:
     if bad is not None:
         raise TypeError(f"{what}, got a {bad[0].rpartition('.')[2]} ({bad[1]!r:.40})")
     return out
+
+
+def encoded_fast_enough(case: Case, raw: dict) -> bool:
+    """The `observe` of bpe_encode_fast's timed case: True once the call returned a list of str and took at most
+    meta "budget" counts of every pair of the text's distinct words; else the error that says how many it took.
+    Its tokens are not read: those of its other checks are."""
+    new_list(raw["call"], case.args, str, RESULTS["bpe_encode_fast"][1])
+    took = raw["seconds"] / max(raw["count_seconds"], 1e-6)
+    if took > case.meta["budget"]:
+        raise RuntimeError(
+            f"bpe_encode_fast took as long as {took:.0f} counts of every pair of the text's distinct words, for "
+            f"{len(case.args[1])} merges; the budget is {case.meta['budget']:g}")
+    return True
 
 
 def fast_enough(case: Case, raw: dict) -> bool:
@@ -259,7 +274,7 @@ def _empty_after(chunks: list[str], k: int) -> int:
 #: the earlier answers each exercise calls (`runner.Probe.builds_on`), and the exercise's own answer
 _BUILDS_ON = {"merge_pair": (), "train_bpe": ("merge_pair",), "train_bpe_fast": ("merge_pair",), "split_specials": (),
               "encode_iterable": (),
-              "bpe_encode": ("merge_pair",),
+              "bpe_encode": ("merge_pair",), "bpe_encode_fast": ("merge_pair",),
               "char": (), "bpe_tokenizer": ("train_bpe", "bpe_encode")}
 _ANSWER = {"char": "CharTokenizer", "bpe_tokenizer": "BPETokenizer"}
 #: what the character tokenizer's stand-in (`course.standins.tokenizing`) is built on: 1.1 is written without
@@ -271,13 +286,15 @@ register(
       for function, names in (("merge_pair", ("merge_pair",)),
                               ("train_bpe", ("train_bpe", "train_bpe_ties", "train_bpe_random")),
                               ("train_bpe_fast", ("train_bpe_fast",)), ("split_specials", ("split_specials",)),
-                              ("bpe_encode", ("bpe_encode", "bpe_encode_random")))
+                              ("bpe_encode", ("bpe_encode", "bpe_encode_random")),
+                              ("bpe_encode_fast", ("bpe_encode_fast", "bpe_encode_fast_random")))
       for name in names),
     *(Probe(f"tokenizing.{kind}_{op}", call=_call_tokenizer, observe=tokenizer_facts, builds_on=_BUILDS_ON[kind],
             answer=_ANSWER[kind], forbid=_FORBID[kind])
       for kind in ("char", "bpe_tokenizer") for op in ("vocab", "encode", "decode")),
     # timed: no tracing of merge_pair's calls, which would add to the time
     Probe("tokenizing.train_bpe_fast_speed", call=_call_timed, observe=fast_enough, answer="train_bpe_fast"),
+    Probe("tokenizing.bpe_encode_fast_speed", call=_call_timed, observe=encoded_fast_enough, answer="bpe_encode_fast"),
     Probe("tokenizing.encode_iterable", call=_call_stream, observe=read_ahead, answer="encode_iterable"),
     *(Probe(f"tokenizing.byte_bpe_{op}", call=_call_byte, observe=tokenizer_facts,
             builds_on=("train_bpe", "bpe_encode"), answer="ByteBPETokenizer")
