@@ -306,15 +306,16 @@ MUTANTS = [
              "    specials.sort(key=len, reverse=True)  # longest first\n"
              "    pattern = \"|\".join(re.escape(special) for special in specials)"),), (T_SPLIT,),
            hint="changed its input"),
-    # --- 1.10 bpe_encode_fast: the rank loop's slips, and the work it exists to avoid
+    # --- 1.10 bpe_encode_fast: the work it exists to avoid (the first, graded through the real grader), and the
+    # rank loop's slips
+    Mutant("ranked: the merges replayed (bpe_encode itself)", RANKED,
+           (("    rank = {pair: i for i, pair in enumerate(merges)}\n", "    return bpe_encode(text, merges)\n"),),
+           (T_RANKED,), hint="Did you replay every merge on every word"),
     Mutant("ranked: the highest rank first", RANKED,
            (("best = min(zip(tokens, tokens[1:]), key=lambda pair: rank.get(pair, len(merges)))",
              "best = max(zip(tokens, tokens[1:]), key=lambda pair: rank.get(pair, -1))"),
             ("if best not in rank:", "if rank.get(best, -1) < 0:")), (T_RANKED,),
            hint="Did you merge the pair of the highest rank?"),
-    Mutant("ranked: the merges replayed (bpe_encode itself)", RANKED,
-           (("    rank = {pair: i for i, pair in enumerate(merges)}\n", "    return bpe_encode(text, merges)\n"),),
-           (T_RANKED,), hint="Did you replay every merge on every word"),
     Mutant("ranked: every occurrence of a word encoded again", RANKED,
            (("        if word not in tokens_of:", "        if True:"),), (T_RANKED,),
            hint="encode each distinct word once"),
