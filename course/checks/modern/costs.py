@@ -37,9 +37,13 @@ def count_parameters(config: dict) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def _sizes(case: Case) -> tuple[dict, int, int, int]:
+    """The case's configuration (fields), context, batch and bytes per value (the defaults where not given)."""
+    return (case.meta["config"], case.args[0], case.kwargs.get("batch", 1), case.kwargs.get("bytes_per_value", 2))
+
+
 def _oracle(case: Case) -> dict[str, int]:
-    c, (context, *rest) = case.meta["config"], case.args
-    batch, size = (rest + [case.kwargs.get("batch", 1), case.kwargs.get("bytes_per_value", 2)][len(rest):])[:2]
+    c, context, batch, size = _sizes(case)
     n = count_parameters(c)
     multiplied = n - (0 if c["tie_embeddings"] else c["vocab_size"] * c["d_model"])
     d_head = c["d_model"] // c["num_heads"]
@@ -52,8 +56,7 @@ def _costs(case: Case, *, tied_twice=False, proj_heads="kv", norms=True, ffn_mat
            cache_heads="kv", cache_layers=True, cache_batch=True, passes=6, lookup_multiplies=False,
            tied_multiplies=True, attention=12, moments=2) -> dict[str, int]:
     """The quantities written out from the configuration; the knobs are the mistakes (see the module)."""
-    c, (context, *rest) = case.meta["config"], case.args
-    batch, size = (rest + [case.kwargs.get("batch", 1), case.kwargs.get("bytes_per_value", 2)][len(rest):])[:2]
+    c, context, batch, size = _sizes(case)
     d, v, layers, d_head = c["d_model"], c["vocab_size"], c["num_layers"], c["d_model"] // c["num_heads"]
     heads = {"kv": c["num_kv_heads"], "all": c["num_heads"]}
     per_layer = 2 * d * d + 2 * d * heads[proj_heads] * d_head + ffn_matrices * d * c["d_ff"] + 2 * d * norms

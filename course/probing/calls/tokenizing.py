@@ -225,31 +225,23 @@ def new_list(raw: dict, args: tuple, item: type, what: str) -> Any:
     return out
 
 
-def encoded_fast_enough(case: Case, raw: dict) -> bool:
-    """The `observe` of bpe_encode_fast's timed case: True once the call returned a list of str and took at most
-    meta "budget" counts of every pair of the text's distinct words; else the error that says how many it took.
-    Its tokens are not read: those of its other checks are."""
-    new_list(raw["call"], case.args, str, RESULTS["bpe_encode_fast"][1])
-    took = raw["seconds"] / max(raw["count_seconds"], 1e-6)
-    if took > case.meta["budget"]:
-        raise RuntimeError(
-            f"bpe_encode_fast took as long as {took:.0f} counts of every pair of the text's distinct words, for "
-            f"{len(case.args[1])} merges; the budget is {case.meta['budget']:g}")
-    return True
+def fast_enough(function: str) -> Callable[[Case, dict], bool]:
+    """The `observe` of a timed case of `function` (train_bpe_fast, bpe_encode_fast: a key of RESULTS): True
+    once the call returned its list and took at most meta "budget" counts of every pair of the words of its
+    first argument (`count_every_pair`); else the error that says how many it took. What it returned is not
+    read further: its other checks read it (a wrong merge_pair, which it may call, costs points in its own
+    exercise only)."""
+    item, what = RESULTS[function]
 
-
-def fast_enough(case: Case, raw: dict) -> bool:
-    """The `observe` of train_bpe_fast's timed case: True once the call returned a list and took at most
-    meta "budget" counts of every pair (`count_every_pair`); else the error that says how many it took.
-    Its merges are not read: those of its other check are (a wrong merge_pair, which it may call, costs
-    points in its own exercise only)."""
-    new_list(raw["call"], case.args, tuple, RESULTS["train_bpe_fast"][1])
-    took = raw["seconds"] / max(raw["count_seconds"], 1e-6)
-    if took > case.meta["budget"]:
-        raise RuntimeError(
-            f"train_bpe_fast took as long as {took:.0f} counts of every pair of the corpus's words, for "
-            f"{case.args[1]} merges; the budget is {case.meta['budget']:g}")
-    return True
+    def observe(case: Case, raw: dict) -> bool:
+        new_list(raw["call"], case.args, item, what)
+        took = raw["seconds"] / max(raw["count_seconds"], 1e-6)
+        merges = case.args[1] if isinstance(case.args[1], int) else len(case.args[1])
+        if took > case.meta["budget"]:
+            raise RuntimeError(f"{function} took as long as {took:.0f} counts of every pair of the words of its "
+                               f"input, for {merges} merges; the budget is {case.meta['budget']:g}")
+        return True
+    return observe
 
 
 def read_ahead(case: Case, raw: dict) -> list:
@@ -301,8 +293,8 @@ register(
             answer=_ANSWER[kind], forbid=_FORBID[kind])
       for kind in ("char", "bpe_tokenizer") for op in ("vocab", "encode", "decode")),
     # timed: no tracing of merge_pair's calls, which would add to the time
-    Probe("tokenizing.train_bpe_fast_speed", call=_call_timed, observe=fast_enough, answer="train_bpe_fast"),
-    Probe("tokenizing.bpe_encode_fast_speed", call=_call_timed, observe=encoded_fast_enough, answer="bpe_encode_fast"),
+    *(Probe(f"tokenizing.{function}_speed", call=_call_timed, observe=fast_enough(function), answer=function)
+      for function in ("train_bpe_fast", "bpe_encode_fast")),
     Probe("tokenizing.encode_iterable", call=_call_stream, observe=read_ahead, answer="encode_iterable"),
     *(Probe(f"tokenizing.byte_bpe_{op}", call=_call_byte, observe=tokenizer_facts,
             builds_on=("train_bpe", "bpe_encode"), answer="ByteBPETokenizer")
